@@ -1,0 +1,126 @@
+"""IFEval instruction table: ids -> checkers, reference parsing, per-response evaluation."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from verifiers.ifeval.checks_layout import LAYOUT_CHECKS
+from verifiers.ifeval.checks_lexical import LEXICAL_CHECKS
+from verifiers.ifeval.loose import response_variants
+
+CHECKS: dict[str, Callable[..., bool]] = {**LEXICAL_CHECKS, **LAYOUT_CHECKS}
+
+
+class InvalidReferenceError(ValueError):
+    """The reference cannot be scored (malformed, missing or bad instruction arguments)."""
+
+
+class UnsupportedInstructionError(InvalidReferenceError):
+    """The reference names an instruction id this package does not implement."""
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One instruction id bound to its validated arguments."""
+
+    instruction_id: str
+    arguments: tuple[tuple[str, Any], ...] = ()
+
+    def check(self, response: str) -> bool:
+        return CHECKS[self.instruction_id](response, **dict(self.arguments))
+
+
+def _convert(instruction_id: str, name: str, value: Any, annotation: str) -> Any:
+    if annotation == "int" and not isinstance(value, bool):
+        if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+            return int(value)
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+    if annotation == "str" and isinstance(value, str):
+        return value
+    if annotation == "Sequence[str]" and isinstance(value, list | tuple):
+        if all(isinstance(item, str) for item in value):
+            return tuple(value)
+    raise InvalidReferenceError(f"{instruction_id}: argument {name}={value!r} is not {annotation}")
+
+
+def bind(instruction_id: str, kwargs: Mapping[str, Any] | None) -> Instruction:
+    """Validate one instruction's arguments; ``None`` values are dropped, as IFEval does."""
+    check = CHECKS.get(instruction_id)
+    if check is None:
+        raise UnsupportedInstructionError(f"unsupported instruction id {instruction_id!r}")
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise InvalidReferenceError(f"{instruction_id}: kwargs must be an object, got {kwargs!r}")
+    given = {k: v for k, v in (kwargs or {}).items() if v is not None}
+    params = {
+        p.name: p for p in inspect.signature(check).parameters.values() if p.kind is p.KEYWORD_ONLY
+    }
+    if unknown := sorted(set(given) - set(params)):
+        raise InvalidReferenceError(f"{instruction_id}: unexpected arguments {unknown}")
+    if missing := sorted(set(params) - set(given)):
+        raise InvalidReferenceError(f"{instruction_id}: missing arguments {missing}")
+    arguments = tuple(
+        (name, _convert(instruction_id, name, given[name], str(params[name].annotation)))
+        for name in params
+    )
+    instruction = Instruction(instruction_id, arguments)
+    try:
+        instruction.check("")  # a dry run surfaces bad values (unknown relation...) now
+    except ValueError as exc:
+        raise InvalidReferenceError(f"{instruction_id}: {exc}") from None
+    return instruction
+
+
+def _as_mapping(reference: Mapping[str, Any] | str) -> Mapping[str, Any]:
+    if isinstance(reference, str):
+        try:
+            reference = json.loads(reference)
+        except ValueError as exc:
+            raise InvalidReferenceError(f"reference is not JSON: {exc}") from None
+    if not isinstance(reference, Mapping):
+        raise InvalidReferenceError(f"reference must be an object, got {type(reference).__name__}")
+    return reference
+
+
+def instruction_ids(reference: Mapping[str, Any] | str) -> list[str]:
+    ids = _as_mapping(reference).get("instruction_id_list")
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise InvalidReferenceError("reference needs instruction_id_list: a list of strings")
+    return ids
+
+
+def parse_reference(reference: Mapping[str, Any] | str) -> tuple[Instruction, ...]:
+    """Bind every instruction of an IFEval reference (``instruction_id_list`` + ``kwargs``)."""
+    ids = instruction_ids(reference)
+    if unsupported := [i for i in ids if i not in CHECKS]:
+        raise UnsupportedInstructionError(f"unsupported instruction id {', '.join(unsupported)}")
+    kwargs = _as_mapping(reference).get("kwargs") or [{}] * len(ids)
+    if not isinstance(kwargs, list) or len(kwargs) != len(ids):
+        raise InvalidReferenceError("kwargs must be a list with one entry per instruction id")
+    return tuple(bind(i, k) for i, k in zip(ids, kwargs))
+
+
+def follows(instruction: Instruction, response: str, loose: bool = False) -> bool:
+    """Strict: the response itself follows. Loose: any of IFEval's variants follows."""
+    texts = response_variants(response) if loose else [response]
+    return any(text.strip() and instruction.check(text) for text in texts)
+
+
+def evaluate_response(
+    response: str, reference: Mapping[str, Any] | str, loose: bool = False
+) -> list[bool]:
+    """Per-instruction results for one response, in the reference's order."""
+    return [follows(i, response, loose) for i in parse_reference(reference)]
+
+
+def unsupported_instructions(references: Iterable[Mapping[str, Any] | str]) -> Counter[str]:
+    """Count, per instruction id, how often references name ids we cannot check."""
+    counts: Counter[str] = Counter()
+    for reference in references:
+        counts.update(i for i in instruction_ids(reference) if i not in CHECKS)
+    return counts

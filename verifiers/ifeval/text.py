@@ -1,0 +1,135 @@
+"""Offline text measures for IFEval checkers: words, sentences, capitals, language, relations.
+
+IFEval's own checkers lean on NLTK (the Punkt sentence model and the Treebank word
+tokenizer). Neither may be downloaded here, so this module approximates them with small,
+linear-time rules that reproduce their behaviour on ordinary English prose.
+"""
+
+from __future__ import annotations
+
+import re
+
+from langdetect import DetectorFactory, LangDetectException, detect
+
+DetectorFactory.seed = 0  # langdetect samples randomly; a fixed seed makes verdicts repeatable
+
+_WORD = re.compile(r"\w+")
+_TOKEN = re.compile(r"\S+")
+# Closing characters that may trail a sentence-final mark ("end." / end.) / *end.*).
+_CLOSERS = "\"')]}*_`»”’"
+_OPENERS = "\"'([{*_`«“‘"
+_NUMBER = re.compile(r"^-?[.,]?\d[\d,.\-]*$")
+_DOTTED_ABBREVIATION = re.compile(r"^(?:[^\W\d_]\.)+[^\W\d_]$")  # u.s, e.g, i.e, a.m
+
+# Abbreviations that rarely end a sentence (Punkt's English model knows these and more).
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr prof sr jr st mt ft vs etc approx dept est fig inc ltd co corp no nos vol "
+    "jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun gen col lt "
+    "sgt capt rev gov sen rep ave blvd rd pp ed eds cf al ca".split()
+)
+# Capitalized words that make Punkt break even after an abbreviation or an ellipsis.
+_SENTENCE_STARTERS = frozenset(
+    "the this that these those it its i in we he she they you but and however a an there "
+    "if for as so when while after before my our his her their what why how".split()
+)
+# Treebank splits English clitics off the word they follow ("DON'T" -> "DO", "N'T").
+_CLITIC = re.compile(r"(?i)(n't|'s|'m|'d|'ll|'re|'ve)$")
+# Treebank also splits on these characters; ":" and "," only when not inside a number.
+_TREEBANK_SPLIT = re.compile(r"[;@#$%&?!\[\](){}<>\"]|(?<!\d)[:,]|[:,](?!\d)")
+
+
+RELATIONS = ("less than", "at least")
+
+
+def compare(count: int, relation: str, threshold: int) -> bool:
+    """IFEval's two count relations: ``less than`` is strict, ``at least`` inclusive."""
+    if relation == "less than":
+        return count < threshold
+    if relation == "at least":
+        return count >= threshold
+    raise ValueError(f"unknown relation {relation!r}; expected one of {RELATIONS}")
+
+
+def count_words(text: str) -> int:
+    """Number of ``\\w+`` runs: the tokenizer IFEval uses for word counts."""
+    return sum(1 for _ in _WORD.finditer(text))
+
+
+def _strip_closers(token: str) -> str:
+    return token.rstrip(_CLOSERS)
+
+
+def _ends_sentence(token: str, next_token: str) -> bool:
+    """Whether a Punkt-style splitter breaks after ``token`` when ``next_token`` follows."""
+    core = _strip_closers(token)
+    if not core or core[-1] not in ".?!":
+        return False
+    if core[-1] in "?!":
+        return True
+    next_core = next_token.lstrip(_OPENERS)
+    next_upper = next_core[:1].isupper()
+    if core.endswith(".."):  # an ellipsis ends a sentence only before a capitalized word
+        return next_upper
+    word = core[:-1].lstrip(_OPENERS).lower()
+    if word in _ABBREVIATIONS or _DOTTED_ABBREVIATION.match(word):
+        return next_upper and next_core.lower().rstrip(",.;:") in _SENTENCE_STARTERS
+    if len(word) == 1 and word.isalpha():  # an initial, as in "J. Smith"
+        return False
+    if _NUMBER.match(word):  # "1." opens a list item unless lowercase text follows
+        return not next_core[:1].islower()
+    return True
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences after ``.``, ``?`` or ``!`` followed by whitespace.
+
+    Newlines alone do not end a sentence (as in Punkt); abbreviations, initials and
+    ellipses before lowercase words do not either; a numbered-list marker such as ``1.``
+    followed by a capitalized word is a sentence of its own, as Punkt makes it.
+    """
+    sentences: list[str] = []
+    tokens = list(_TOKEN.finditer(text))
+    start = 0
+    for current, following in zip(tokens, tokens[1:]):
+        if _ends_sentence(current.group(), following.group()):
+            sentences.append(text[start : current.end()].strip())
+            start = following.start()
+    tail = text[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return [s for s in sentences if s]
+
+
+def count_sentences(text: str) -> int:
+    return len(split_sentences(text))
+
+
+def word_tokens(text: str) -> list[str]:
+    """Treebank-like word tokens: whitespace chunks, split on punctuation and clitics."""
+    tokens: list[str] = []
+    for chunk in _TOKEN.findall(text):
+        for piece in _TREEBANK_SPLIT.split(chunk):
+            if not piece:
+                continue
+            clitic = _CLITIC.search(piece)
+            if clitic and clitic.start() > 0:
+                tokens.extend((piece[: clitic.start()], clitic.group()))
+            else:
+                tokens.append(piece)
+    return tokens
+
+
+def count_capital_words(text: str) -> int:
+    """Number of tokens written entirely in capitals (``str.isupper``), e.g. ``NASA``, ``I``."""
+    return sum(1 for token in word_tokens(text) if token.isupper())
+
+
+_LANGDETECT_MAX_CHARS = 100_000  # langdetect reads ~10k chars; bound its regex pre-pass too
+
+
+def detect_language(text: str) -> str | None:
+    """ISO code langdetect assigns to ``text``, or None when it finds no language features."""
+    try:
+        return detect(text[:_LANGDETECT_MAX_CHARS])
+    except LangDetectException:
+        return None
