@@ -1,4 +1,20 @@
-"""Math verifier (``math``): extract the final answer, compare with math-verify."""
+"""Math verifier (``math``): extract the final answer, compare it with the gold via math-verify.
+
+Extraction, in order of preference (the one that appears last in the completion wins among
+the first two):
+
+1. the last ``\\boxed{...}`` or ``\\fbox{...}`` (nested braces are followed);
+2. the last line starting with ``Answer:`` (M2RL's prompt convention; ``**Final Answer:**``
+   and ``$...$`` around the answer are accepted);
+3. only with ``fallback_last_number=True``: the last number in the text. Off by default
+   because in training it rewards answers the prompt's format did not ask for; turn it on
+   to evaluate base models that do not follow the format. A reference may override it with
+   ``"fallback_last_number": bool``.
+
+No answer found is ``format_error``. A gold that math-verify cannot parse is an ``error``
+verdict whose details start with ``unscorable reference``; ``is_scorable`` lets data loading
+drop such rows up front.
+"""
 
 from __future__ import annotations
 
@@ -7,29 +23,81 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from verifiers import _mathverify
+from verifiers._extract import final_span, max_brace_depth, strip_decorations
 from verifiers.registry import register
-from verifiers.verdict import Verdict
+from verifiers.verdict import Verdict, clip
 
-_ANSWER_LINE = re.compile(r"Answer\s*:\s*(.+)", re.IGNORECASE)
+MAX_ANSWER_CHARS = 1_000  # longer "answers" are not answers; bounds parser cost
+MAX_BRACE_DEPTH = 12  # real answers nest a few levels; deep nesting makes the parser crawl
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 
 
-def extract_answer(text: str) -> str | None:
-    matches = _ANSWER_LINE.findall(text)
-    return matches[-1].strip() if matches else None
+def extract_answer(text: str, fallback_last_number: bool = False) -> str | None:
+    """The final answer written in ``text``, or None when there is none."""
+    span = final_span(text)
+    if span is not None and span.text:
+        return strip_decorations(span.text) if span.kind == "boxed" else span.text
+    if fallback_last_number:
+        numbers = _NUMBER.findall(text[-MAX_ANSWER_CHARS * 4 :])
+        if numbers:
+            return numbers[-1].rstrip(",")
+    return None
+
+
+def _gold_of(reference: Mapping[str, Any]) -> str | None:
+    gold = reference.get("answer") if isinstance(reference, Mapping) else None
+    if isinstance(gold, bool) or not isinstance(gold, (str, int, float)):
+        return None
+    gold = str(gold).strip()
+    return gold or None
+
+
+def _parse_gold(reference: Mapping[str, Any]) -> _mathverify.Parsed | None:
+    gold = _gold_of(reference)
+    if gold is None:
+        return None
+    parsed = _mathverify.parse_answer(gold)
+    return parsed if parsed[0] else None
+
+
+def is_scorable(reference: Mapping[str, Any]) -> bool:
+    """Whether the reference's gold answer can be parsed, i.e. rows with it can be graded."""
+    return _parse_gold(reference) is not None
+
+
+def _answer_problem(answer: str) -> str | None:
+    if len(answer) > MAX_ANSWER_CHARS:
+        return f"answer too long ({len(answer)} chars > {MAX_ANSWER_CHARS})"
+    if max_brace_depth(answer) > MAX_BRACE_DEPTH:
+        return f"answer nests braces deeper than {MAX_BRACE_DEPTH}"
+    return None
 
 
 @dataclass(frozen=True)
 class MathVerifier:
+    """Grades a final math answer against ``reference["answer"]`` (see module docstring)."""
+
+    fallback_last_number: bool = False
     name: str = "math"
 
     def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
-        gold = str(reference["answer"])
-        answer = extract_answer(completion)
+        gold = _parse_gold(reference)
+        if gold is None:
+            return Verdict.error(
+                clip(f"unscorable reference: cannot parse gold {reference.get('answer')!r}")
+            )
+        fallback = bool(reference.get("fallback_last_number", self.fallback_last_number))
+        answer = extract_answer(completion, fallback_last_number=fallback)
         if answer is None:
-            return Verdict.format_error("no 'Answer:' line")
-        if answer == gold:
-            return Verdict.correct(answer)
-        return Verdict.wrong(answer, f"expected {gold}")
+            return Verdict.format_error("no \\boxed{} answer and no 'Answer:' line")
+        shown = clip(answer, 200)
+        problem = _answer_problem(answer)
+        if problem is not None:
+            return Verdict.wrong(shown, problem)
+        if _mathverify.equivalent(gold, _mathverify.parse_answer(answer)):
+            return Verdict.correct(shown)
+        return Verdict.wrong(shown, clip(f"not equivalent to gold {reference.get('answer')!r}"))
 
 
 register("math", MathVerifier)

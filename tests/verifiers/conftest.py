@@ -1,0 +1,37 @@
+"""Fixtures for verifier tests: the shared evaluation data folder, skipped when absent."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def shared_data_dir() -> Path:
+    return Path(os.environ.get("RLVR_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    root = shared_data_dir()
+    if not root.is_dir():
+        pytest.skip(f"shared evaluation data not found at {root} (set RLVR_SHARED_DATA)")
+    return root
+
+
+def _read_jsonl(path: Path) -> Iterator[dict]:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+@pytest.fixture(scope="session")
+def read_jsonl() -> Callable[[Path], Iterator[dict]]:
+    """The JSON Lines reader, as a fixture so tests need not import this conftest."""
+    return _read_jsonl

@@ -1,0 +1,91 @@
+"""Thin wrapper over math-verify: parse answers with its timeouts off, compare two parses.
+
+math-verify's own timeouts use ``signal.alarm``, which only works on the main thread, so
+they are disabled here; time is bounded by the worker pool's hard kill (``verifiers.pool``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import math_verify.grader as _grader
+import math_verify.parser as _parser
+import sympy
+from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+from math_verify import verify as _mv_verify
+
+# We disable the timeouts on purpose (see module docstring); silence the one-time warning.
+_parser.TIMEOUT_WARNING_SHOWN = True
+_grader.TIMEOUT_WARNING_SHOWN = True
+
+_CONFIG = (LatexExtractionConfig(), ExprExtractionConfig())
+_PERCENT = re.compile(r"\s*(?:\\%|%|\\text\{\s*\\?%\s*\}|\\(?:text|mbox)\{\s*percent\s*\})\s*$")
+_HUNDRED = sympy.Integer(100)
+REL_TOL = sympy.Rational(1, 10**4)  # tighter than any rounding a model would be forgiven
+
+Parsed = tuple[list[Any], bool]  # (math-verify parse list, answer was written as a percent)
+
+
+def _split_percent(answer: str) -> tuple[str, bool]:
+    stripped = _PERCENT.sub("", answer)
+    return stripped, stripped != answer
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_answer(answer: str) -> Parsed:
+    """Parse one final-answer string (LaTeX or plain) into math-verify's representation.
+
+    The string is boxed first so LaTeX extraction takes it whole; if that yields nothing,
+    the raw text is searched for an expression instead. Cached: one gold serves many samples.
+    """
+    body, percent = _split_percent(answer.strip())
+    parsed = parse("\\boxed{" + body + "}", list(_CONFIG), parsing_timeout=None)
+    if not any(_is_math(p) for p in parsed):
+        parsed = parse(body, list(_CONFIG), parsing_timeout=None) or parsed
+    return parsed, percent
+
+
+def _is_math(value: Any) -> bool:
+    return isinstance(value, (sympy.Basic, sympy.MatrixBase))
+
+
+def has_math(parsed: Parsed) -> bool:
+    return any(_is_math(p) for p in parsed[0])
+
+
+def _scaled(parsed: list[Any], factor: sympy.Rational) -> list[Any]:
+    return [p * factor for p in parsed if isinstance(p, sympy.Number)]
+
+
+def _numbers_disagree(gold: list[Any], answer: list[Any]) -> bool:
+    """math-verify rounds floats to 6 decimals, so 0.0000672 "equals" 0.0000673.
+
+    For two plain numbers, also require a relative difference below ``REL_TOL``.
+    """
+    g, a = gold[0], answer[0]
+    if not (isinstance(g, sympy.Number) and isinstance(a, sympy.Number)) or g == 0:
+        return False
+    return bool(abs((a - g) / g) > REL_TOL)
+
+
+def equivalent(gold: Parsed, answer: Parsed) -> bool:
+    """True when math-verify finds the answer equal to the gold.
+
+    Percent: ``50\\%`` equals ``50``; when exactly one side carries a percent sign the
+    fraction reading is accepted too (gold ``50\\%`` and answer ``0.5``), as graders do.
+    """
+    gold_list, gold_pct = gold
+    ans_list, ans_pct = answer
+    if not gold_list or not ans_list:
+        return False
+    if _mv_verify(gold_list, ans_list, timeout_seconds=None):
+        return not _numbers_disagree(gold_list, ans_list)
+    if gold_pct and not ans_pct:
+        scaled = _scaled(ans_list, _HUNDRED)
+        return bool(scaled) and _mv_verify(gold_list, scaled, timeout_seconds=None)
+    if ans_pct and not gold_pct:
+        scaled = _scaled(gold_list, _HUNDRED)
+        return bool(scaled) and _mv_verify(scaled, ans_list, timeout_seconds=None)
+    return False
