@@ -1,0 +1,11 @@
+"""Dataset adapters, one module per family; importing this package registers their tasks."""
+
+from tasks.adapters import (  # noqa: F401  each module calls register_task() at import
+    agent,
+    code,
+    instruction,
+    math,
+    nemotron_blend,
+    science,
+    tool_calls,
+)

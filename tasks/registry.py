@@ -1,0 +1,283 @@
+"""Task registry: name -> TaskSpec, and loading a task's source into canonical rows."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tasks.quality import QualityLog, SkipRow, dedup, reference_parses, require_columns
+from tasks.schema import COLUMNS, RowError, check_domain, make_row
+
+log = logging.getLogger(__name__)
+
+SHARED_DATA_ENV = "RLVR_SHARED_DATA"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where the shared evaluation files live: argument, ``$RLVR_SHARED_DATA``, or ../shared/data."""
+    if data_dir is not None:
+        return Path(data_dir)
+    return Path(os.environ.get(SHARED_DATA_ENV, REPO_ROOT.parent / "shared" / "data"))
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    """What a caller asked for; custom readers (generators, BFCL) read their knobs from here."""
+
+    split: str
+    limit: int | None
+    data_dir: Path
+    seed: int
+    data_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RowContext:
+    """Handed to an adapter with each source row: which task, which source label, which index."""
+
+    spec: TaskSpec
+    source: str  # "<task>/<split>"
+    index: int  # position in the source, the fallback native id
+
+    def row(
+        self,
+        prompt: Sequence[Mapping[str, str]],
+        reference: Mapping[str, Any],
+        native_id: Any = None,
+        environment: str = "",
+    ) -> dict[str, Any]:
+        """A canonical row with this task's domain and verifier and id ``<source>:<native id>``."""
+        native = self.index if native_id is None or native_id == "" else native_id
+        return make_row(
+            prompt=prompt,
+            domain=self.spec.domain,
+            verifier=self.spec.verifier,
+            reference=reference,
+            source=self.source,
+            id=f"{self.source}:{native}",
+            environment=environment,
+        )
+
+
+Adapter = Callable[[Mapping[str, Any], RowContext], dict[str, Any]]
+Reader = Callable[[LoadRequest, "TaskSpec"], Iterable[Mapping[str, Any]]]
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task: where its rows come from, how they look to the model, and who scores them."""
+
+    name: str
+    domain: str
+    verifier: str  # verifier registry name
+    source: str  # Hub id or shared-data path, for people and error messages
+    adapt: Adapter  # source row -> canonical row (raise SkipRow to drop a row)
+    split: str = "test"
+    prompt_format: str = "as_is"  # key of tasks.prompts.FORMATS
+    local_file: str | None = None  # relative to the shared data folder; read offline
+    hub_id: str | None = None  # datasets.load_dataset name, used only when asked
+    hub_config: str | None = None
+    required_columns: tuple[str, ...] = ()
+    keep: Callable[[Mapping[str, Any], str], bool] | None = None  # (row, split) -> keep?
+    read: Reader | None = None  # custom source (generators, other modules' loaders)
+    needs: str | None = None  # module the reader imports; the task is unavailable without it
+    description: str = ""
+
+
+class UnknownTaskError(KeyError):
+    """Raised for a task name nobody registered; the message lists the known names."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+_TASKS: dict[str, TaskSpec] = {}
+
+
+def register_task(spec: TaskSpec) -> TaskSpec:
+    check_domain(spec.domain)
+    if spec.name in _TASKS and _TASKS[spec.name] != spec:
+        raise ValueError(f"task {spec.name!r} is already registered")
+    _TASKS[spec.name] = spec
+    return spec
+
+
+def _builtins() -> dict[str, TaskSpec]:
+    import tasks.adapters  # noqa: F401  registers the built-in tasks on first use
+
+    return _TASKS
+
+
+def get_task(name: str) -> TaskSpec:
+    tasks = _builtins()
+    if name not in tasks:
+        raise UnknownTaskError(f"unknown task {name!r}; known tasks: {', '.join(sorted(tasks))}")
+    return tasks[name]
+
+
+def known_tasks(domain: str | None = None) -> list[str]:
+    return sorted(n for n, s in _builtins().items() if domain is None or s.domain == domain)
+
+
+def local_tasks(data_dir: str | os.PathLike[str] | None = None) -> list[str]:
+    """Tasks whose source file is present in the shared data folder."""
+    root = shared_data_dir(data_dir)
+    return [
+        n
+        for n in known_tasks()
+        if (f := _TASKS[n].local_file) and (root / f).is_file() and _available(_TASKS[n])
+    ]
+
+
+def _available(spec: TaskSpec) -> bool:
+    return spec.needs is None or importlib.util.find_spec(spec.needs) is not None
+
+
+def read_json_records(path: Path) -> Iterator[dict[str, Any]]:
+    """Records of a JSON Lines file (optionally gzipped) or of a JSON array file."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        text = fh.read()
+    if text.lstrip().startswith("["):
+        yield from json.loads(text)
+        return
+    for line in text.splitlines():
+        if line.strip():
+            yield json.loads(line)
+
+
+def _read_files(files: Sequence[str]) -> Iterator[Mapping[str, Any]]:
+    for name in files:
+        path = Path(name)
+        if path.suffix == ".parquet":
+            import datasets
+
+            yield from datasets.load_dataset("parquet", data_files=str(path), split="train")
+        else:
+            yield from read_json_records(path)
+
+
+def _read_hub(spec: TaskSpec, split: str) -> Iterable[Mapping[str, Any]]:
+    import datasets
+
+    try:
+        return datasets.load_dataset(spec.hub_id, spec.hub_config, split=split)
+    except Exception as exc:
+        raise RuntimeError(
+            f"task {spec.name!r}: could not load {spec.hub_id!r} split {split!r} from the Hub "
+            f"({type(exc).__name__}: {exc}); pass data_files=[...] to read local copies"
+        ) from exc
+
+
+def read_source(spec: TaskSpec, req: LoadRequest) -> Iterable[Mapping[str, Any]]:
+    """Raw source rows: custom reader, local override, shared-data file, then the Hub."""
+    if spec.read is not None:
+        return spec.read(req, spec)
+    if req.data_files:
+        return _read_files(req.data_files)
+    if spec.local_file:
+        path = req.data_dir / spec.local_file
+        if path.is_file():
+            return read_json_records(path)
+        if not spec.hub_id:
+            raise FileNotFoundError(
+                f"task {spec.name!r}: {path} not found; set {SHARED_DATA_ENV} to the shared "
+                "data folder or pass data_dir="
+            )
+    if spec.hub_id:
+        return _read_hub(spec, req.split)
+    raise ValueError(f"task {spec.name!r} names no local file, Hub id or reader")
+
+
+def load_task_rows(
+    name: str,
+    *,
+    split: str | None = None,
+    limit: int | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    seed: int = 0,
+    data_files: str | Sequence[str] | None = None,
+    quality: QualityLog | None = None,
+) -> list[dict[str, Any]]:
+    """Canonical rows of one task, in source order, deduplicated; at most ``limit`` rows.
+
+    ``seed`` reaches custom readers (procedural generators); file sources keep their order,
+    shuffling is the mixture's job. Drops and duplicates are counted in ``quality``.
+    """
+    spec = get_task(name)
+    files = (data_files,) if isinstance(data_files, str) else tuple(data_files or ())
+    req = LoadRequest(split or spec.split, limit, shared_data_dir(data_dir), seed, files)
+    source = f"{spec.name}/{req.split}"
+    own_log = quality is None
+    quality = QualityLog() if quality is None else quality
+    counts = quality.counts(source)
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(read_source(spec, req)):
+        if spec.keep is not None and not spec.keep(raw, req.split):
+            continue
+        counts.read += 1
+        require_columns(raw, spec.required_columns, f"{spec.name} ({spec.source})")
+        try:
+            row = spec.adapt(raw, RowContext(spec, source, index))
+        except (SkipRow, RowError) as exc:
+            quality.drop(source, str(exc) or type(exc).__name__)
+            continue
+        if not reference_parses(row):
+            quality.drop(source, "reference is not a JSON object")
+            continue
+        rows.extend(dedup([row], quality, seen, source))
+        if limit is not None and len(rows) >= limit:
+            break
+    counts.kept += len(rows)
+    if own_log:
+        quality.summary()
+    return rows
+
+
+def load_tasks(
+    names: Iterable[str],
+    *,
+    limit_per_task: int | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    seed: int = 0,
+    quality: QualityLog | None = None,
+) -> list[dict[str, Any]]:
+    """Rows of several tasks, concatenated and deduplicated across tasks by prompt."""
+    quality = QualityLog() if quality is None else quality
+    seen: set[str] = set()
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        loaded = load_task_rows(
+            name, limit=limit_per_task, data_dir=data_dir, seed=seed, quality=quality
+        )
+        label = f"{name}/{get_task(name).split}"
+        kept = dedup(loaded, quality, seen, label)
+        quality.counts(label).kept -= len(loaded) - len(kept)
+        rows.extend(kept)
+    quality.summary()
+    return rows
+
+
+def features():
+    """The ``datasets.Features`` every task's rows share, so domains concatenate."""
+    from datasets import Features, Value
+
+    message = {"role": Value("string"), "content": Value("string")}
+    cols = {c: Value("string") for c in COLUMNS if c != "prompt"}
+    return Features({"prompt": [message], **cols})
+
+
+def to_dataset(rows: Sequence[Mapping[str, Any]]):
+    """A ``datasets.Dataset`` with the canonical features (columns in schema order)."""
+    from datasets import Dataset
+
+    return Dataset.from_list([{c: r[c] for c in COLUMNS} for r in rows], features=features())
