@@ -1,0 +1,267 @@
+"""Domain mixture sampler for GRPO: natural or weighted per-step quotas, TRL grouping, resumable.
+
+The index stream keeps the contract of TRL's ``RepeatSampler``: batches of ``batch_size``
+distinct prompts; each batch is repeated ``repeat_count`` times (several updates per
+generation batch) and inside it every prompt index is repeated ``mini_repeat_count``
+(``num_generations``) times consecutively. Every rank builds the same sampler with the same
+seed, so every rank sees the same stream and Accelerate shards it.
+
+Randomness is counter-based: each permutation is drawn from ``random.Random`` seeded by
+(seed, stream, epoch), so the stream is a pure function of the seed and the position, and the
+saved state (position plus per-domain counters) resumes it exactly on any machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import random
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MODES: tuple[str, ...] = ("natural", "weighted")
+STATE_VERSION = 1
+
+
+def apportion(weights: Sequence[float], batch_size: int, deficits: Sequence[float]) -> list[int]:
+    """Seats per domain for one batch: floor(B*w) each, the spare seats to the largest
+    remainder plus the carried deficit. Each quota is floor(B*w) or that plus one, so it is
+    within one prompt of B*w, and the deficit term keeps long-run shares exact."""
+    targets = [batch_size * w for w in weights]
+    quotas = [math.floor(t + 1e-9) for t in targets]
+    spare = batch_size - sum(quotas)
+    priority = [d + t - q for d, t, q in zip(deficits, targets, quotas, strict=True)]
+    for i in sorted(range(len(weights)), key=lambda i: (-priority[i], i))[:spare]:
+        quotas[i] += 1
+    return quotas
+
+
+@dataclass
+class _Cursor:
+    """Position of the weighted stream: batches done, prompts drawn per domain, deficits."""
+
+    batch: int = 0
+    drawn: list[int] = field(default_factory=list)
+    deficits: list[float] = field(default_factory=list)
+
+
+class MixtureSampler:
+    """Index sampler over a multi-domain dataset; a drop-in for TRL's ``RepeatSampler``.
+
+    ``domains[i]`` is the domain of dataset row ``i``. ``mode="natural"`` shuffles all rows
+    together (shares follow dataset sizes); ``mode="weighted"`` fills each batch with exact
+    per-domain quotas from ``weights`` and cycles each domain's rows in a reshuffled order
+    per epoch. One ``__iter__`` yields ``len(self)`` indices (``num_batches`` batches, by
+    default ``len(domains) // batch_size`` as TRL) and continues where the last one stopped.
+    """
+
+    def __init__(
+        self,
+        domains: Sequence[str],
+        mini_repeat_count: int,
+        batch_size: int = 1,
+        repeat_count: int = 1,
+        *,
+        mode: str = "natural",
+        weights: Mapping[str, float] | None = None,
+        seed: int = 0,
+        num_batches: int | None = None,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mixture mode {mode!r}; valid modes: {', '.join(MODES)}")
+        if min(mini_repeat_count, batch_size, repeat_count) < 1:
+            raise ValueError("mini_repeat_count, batch_size and repeat_count must be >= 1")
+        self.mini_repeat_count = mini_repeat_count
+        self.batch_size = batch_size
+        self.repeat_count = repeat_count
+        self.mode = mode
+        self.seed = seed
+        self.num_samples = len(domains)
+        self.num_batches = self.num_samples // batch_size if num_batches is None else num_batches
+        if self.num_batches < 1:
+            raise ValueError(
+                f"{self.num_samples} rows cannot fill one batch of {batch_size} prompts"
+            )
+        self.domain_names, self.weights, self._pools = _pools(domains, mode, weights)
+        self._perm_cache: dict[tuple[int, int], list[int]] = {}
+        self._cursor = _Cursor()
+        self._reset_cursor()
+        self._offset = 0  # indices of the current batch already yielded
+
+    # -- the TRL sampler contract ---------------------------------------------------------
+    def __len__(self) -> int:
+        return self.num_batches * self._batch_span
+
+    def __iter__(self) -> Iterator[int]:
+        end = (self._cursor.batch // self.num_batches + 1) * self.num_batches
+        while self._cursor.batch < end:
+            stream = self._expand(self._batch_indices(self._cursor.batch))
+            while self._offset < len(stream):
+                self._offset += 1
+                yield stream[self._offset - 1]
+            self._step()
+
+    def set_epoch(self, epoch: int) -> None:
+        """Jump to the start of pass ``epoch`` unless already inside it (Trainer calls this)."""
+        if self._cursor.batch // self.num_batches != epoch:
+            self.seek(epoch * len(self))
+
+    # -- position and resume --------------------------------------------------------------
+    @property
+    def position(self) -> int:
+        """Indices yielded since the start of the stream."""
+        return self._cursor.batch * self._batch_span + self._offset
+
+    def seek(self, position: int) -> None:
+        """Move to ``position`` indices into the stream (replays the cheap quota arithmetic)."""
+        batch, offset = divmod(position, self._batch_span)
+        if batch < self._cursor.batch:
+            self._reset_cursor()
+        while self._cursor.batch < batch:
+            self._step()
+        self._offset = offset
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "fingerprint": self._fingerprint(),
+            "position": self.position,
+            "batch": self._cursor.batch,
+            "offset": self._offset,
+            "drawn": list(self._cursor.drawn),
+            "deficits": list(self._cursor.deficits),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if state.get("fingerprint") != self._fingerprint():
+            raise ValueError(
+                "mixture sampler state was saved for a different dataset, mode, weights, "
+                "batch shape or seed; resume with the same data and mixture settings"
+            )
+        self._cursor = _Cursor(int(state["batch"]), list(state["drawn"]), list(state["deficits"]))
+        self._offset = int(state["offset"])
+
+    # -- internals ------------------------------------------------------------------------
+    @property
+    def _batch_span(self) -> int:
+        return self.batch_size * self.mini_repeat_count * self.repeat_count
+
+    def _reset_cursor(self) -> None:
+        n = len(self._pools)
+        self._cursor = _Cursor(0, [0] * n, [0.0] * n)
+        self._offset = 0
+
+    def _quotas(self) -> list[int]:
+        if self.mode == "natural":
+            return [self.batch_size]
+        return apportion(self.weights, self.batch_size, self._cursor.deficits)
+
+    def _step(self) -> None:
+        quotas = self._quotas()
+        cur = self._cursor
+        for i, q in enumerate(quotas):
+            cur.drawn[i] += q
+            cur.deficits[i] += self.batch_size * self.weights[i] - q
+        cur.batch += 1
+        self._offset = 0
+
+    def _batch_indices(self, batch: int) -> list[int]:
+        if self.mode == "natural":
+            return self._take(0, self._cursor.drawn[0], self.batch_size, drop_last=True)
+        picked: list[int] = []
+        for i, q in enumerate(self._quotas()):
+            picked += self._take(i, self._cursor.drawn[i], q, drop_last=False)
+        # mix domains inside the batch so each rank's shard holds a blend
+        random.Random(f"{self.seed}:batch:{batch}").shuffle(picked)
+        return picked
+
+    def _take(self, pool: int, start: int, count: int, drop_last: bool) -> list[int]:
+        """``count`` indices of pool ``pool`` from draw number ``start`` on, epoch by epoch.
+
+        With ``drop_last`` (natural mode, as TRL) an epoch's tail shorter than a batch is
+        skipped, so ``start`` counts whole batches of the epoch layout."""
+        size = len(self._pools[pool])
+        per_epoch = (size // count) * count if drop_last else size
+        out: list[int] = []
+        while len(out) < count:
+            epoch, at = divmod(start + len(out), per_epoch)
+            perm = self._permutation(pool, epoch)
+            out += perm[at : min(per_epoch, at + count - len(out))]
+        return out
+
+    def _permutation(self, pool: int, epoch: int) -> list[int]:
+        key = (pool, epoch)
+        if key not in self._perm_cache:
+            if len(self._perm_cache) > 4 * len(self._pools):
+                self._perm_cache.clear()  # only the current epochs are ever needed again
+            order = list(self._pools[pool])
+            random.Random(f"{self.seed}:{self.domain_names[pool]}:{epoch}").shuffle(order)
+            self._perm_cache[key] = order
+        return self._perm_cache[key]
+
+    def _expand(self, prompts: list[int]) -> list[int]:
+        one = [i for i in prompts for _ in range(self.mini_repeat_count)]
+        return one * self.repeat_count
+
+    def _fingerprint(self) -> str:
+        sizes = [len(p) for p in self._pools]
+        desc = (
+            f"{self.mode}|{self.seed}|{self.batch_size}|{self.mini_repeat_count}|"
+            f"{self.repeat_count}|{self.num_batches}|{self.num_samples}|"
+            f"{self.domain_names}|{sizes}|{[round(w, 12) for w in self.weights]}"
+        )
+        return hashlib.sha256(desc.encode()).hexdigest()[:16]
+
+
+def _pools(
+    domains: Sequence[str], mode: str, weights: Mapping[str, float] | None
+) -> tuple[list[str], list[float], list[list[int]]]:
+    """Index pools and normalised weights; natural mode is one pool over every row."""
+    if mode == "natural":
+        if weights:
+            raise ValueError("mixture mode 'natural' takes no weights; use mode 'weighted'")
+        return ["natural"], [1.0], [list(range(len(domains)))]
+    if not weights:
+        raise ValueError("mixture mode 'weighted' needs per-domain weights")
+    if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
+        raise ValueError(f"mixture weights must be >= 0 with a positive sum: {dict(weights)}")
+    by_domain: dict[str, list[int]] = {}
+    for i, d in enumerate(domains):
+        by_domain.setdefault(d, []).append(i)
+    missing = [d for d, w in weights.items() if w > 0 and d not in by_domain]
+    if missing:
+        raise ValueError(
+            f"mixture weights name domains with no rows: {missing}; present: {sorted(by_domain)}"
+        )
+    unweighted = sorted(set(by_domain) - {d for d, w in weights.items() if w > 0})
+    if unweighted:
+        log.info("mixture: rows of %s have no weight and are never sampled", unweighted)
+    names = sorted(d for d, w in weights.items() if w > 0)
+    total = sum(weights[d] for d in names)
+    return names, [weights[d] / total for d in names], [by_domain[d] for d in names]
+
+
+def heldout_mask(ids: Sequence[str], fraction: float, seed: int = 0) -> list[bool]:
+    """True for rows whose id hashes below ``fraction``: a split by id, stable across runs."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"held-out fraction must be in [0, 1], got {fraction}")
+    return [_unit_hash(f"{seed}:{row_id}") < fraction for row_id in ids]
+
+
+def heldout_split(
+    rows: Sequence[Mapping[str, Any]], fraction: float, seed: int = 0
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """(train, heldout) by a hash of each row's ``id``; rows sharing an id share a side."""
+    rows = list(rows)
+    mask = heldout_mask([str(r["id"]) for r in rows], fraction, seed)
+    train = [r for r, held in zip(rows, mask, strict=True) if not held]
+    heldout = [r for r, held in zip(rows, mask, strict=True) if held]
+    return train, heldout
+
+
+def _unit_hash(text: str) -> float:
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:12], 16) / float(16**12)
