@@ -252,3 +252,39 @@ def test_nemotron_blend_references():
     agent = load_task_rows("nemotron_agent", data_files=BLEND)[0]
     assert agent["environment"] == "workbench" and agent["prompt"][0]["role"] == "system"
     assert json.loads(agent["reference"])["task"]["ground_truth"][0]["name"] == "email_send_email"
+
+
+def _gold_completion(row: dict) -> str:
+    answer = ref(row)["answer"]
+    return f"\\boxed{{{answer}}}" if row["verifier"] == "math" else f"Answer: {answer}"
+
+
+@pytest.mark.parametrize(
+    ("task", "data_files"),
+    [
+        ("gsm8k", None),
+        ("math500", None),
+        ("aime25", None),
+        ("mmlu_stem", None),
+        ("mmlu_pro_sample300", None),
+        ("supergpqa_sample300", None),
+        ("mmlu_pro", "mmlu_pro"),
+        ("gpqa_diamond", "gpqa_diamond"),
+        ("nemotron_math", "nemotron_blend"),
+        ("nemotron_science", "nemotron_blend"),
+    ],
+)
+def test_references_score_their_gold_answer(task, data_files):
+    """References are in the format the registered verifier reads: the gold answer scores 1."""
+    verifiers = pytest.importorskip("verifiers")
+    if get_task(task).verifier not in verifiers.known_verifiers():
+        pytest.skip(f"verifier {get_task(task).verifier!r} not registered yet")
+    if data_files is None and not SHARED.is_dir():
+        pytest.skip(f"shared data folder {SHARED} absent")
+    files = str(FIXTURES / f"{data_files}.jsonl") if data_files else None
+    rows = load_task_rows(task, limit=20, data_files=files)
+    for row in rows:
+        verdict = verifiers.verify(_gold_completion(row), ref(row), row["verifier"])
+        assert verdict.score == 1.0, (row["id"], verdict)
+        wrong = "Answer: Z" if row["verifier"] == "science_mcq" else "\\boxed{-123456789}"
+        assert verifiers.verify(wrong, ref(row), row["verifier"]).score == 0.0
