@@ -18,6 +18,7 @@ from verifiers.verdict import Status, Verdict
 from verifiers import math_answer  # noqa: E402,F401  isort: skip
 from verifiers import tool_calls  # noqa: E402,F401  isort: skip
 from verifiers import ifeval  # noqa: E402,F401  isort: skip
+from verifiers import code  # noqa: E402,F401  isort: skip
 
 __all__ = [
     "ReasoningFormat",
