@@ -17,14 +17,14 @@ LEVELS: tuple[int, ...] = (1, 2, 3)
 # which IFEval's change_case checkers require.
 PHRASES: tuple[str, ...] = (
     "the sun is hot", "the sky is blue", "the moon is bright", "the water is cold",
-    "the car is fast", "the baby is asleep", "the rain is heavy", "the milk is fresh",
-    "the song is nice", "the road is long", "the sun is bright", "the night is dark",
+    "the car is fast", "the baby is asleep", "the sea is long", "the milk is fresh",
+    "the sea is small", "the road is long", "the sun is bright", "the night is dark",
     "the room is clean", "the river is fast", "the sea is warm", "the bread is soft",
     "the city is dark", "the car is hot", "the shirt is blue", "the milk is hot",
-    "the room is new", "the garden is warm", "the water is blue", "the night is cold",
-    "the road is dark", "the sea is nice", "the book is clean", "the dog is tall",
-    "the moon is small", "the cat is small", "the bread is fresh", "the song is soft",
-    "the box is dark", "the sky is warm", "the river is blue", "the cat is soft",
+    "the room is new", "the city is warm", "the water is blue", "the night is cold",
+    "the road is dark", "the sea is nice", "the book is clean", "the room is dark",
+    "the moon is small", "the cat is small", "the bread is fresh", "the car is cold",
+    "the book is fresh", "the sky is warm", "the river is blue", "the cat is soft",
 )  # fmt: skip
 NOUNS: tuple[str, ...] = ("sun", "sea", "sky", "cat", "dog", "car", "box", "tea", "map", "pen")
 END_WORDS: tuple[str, ...] = ("ok", "now", "yes")
