@@ -63,9 +63,7 @@ def english_capital(response: str) -> bool:
     return detect_language(response) in (None, "en")
 
 
-def capital_word_frequency(
-    response: str, *, capital_frequency: int, capital_relation: str
-) -> bool:
+def capital_word_frequency(response: str, *, capital_frequency: int, capital_relation: str) -> bool:
     """change_case:capital_word_frequency: all-capital words occur ``capital_relation`` times."""
     return compare(count_capital_words(response), capital_relation, capital_frequency)
 

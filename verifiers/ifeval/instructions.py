@@ -102,12 +102,12 @@ def parse_reference(reference: Mapping[str, Any] | str) -> tuple[Instruction, ..
     kwargs = _as_mapping(reference).get("kwargs") or [{}] * len(ids)
     if not isinstance(kwargs, list) or len(kwargs) != len(ids):
         raise InvalidReferenceError("kwargs must be a list with one entry per instruction id")
-    return tuple(bind(i, k) for i, k in zip(ids, kwargs))
+    return tuple(bind(i, k) for i, k in zip(ids, kwargs, strict=True))
 
 
 def follows(instruction: Instruction, response: str, loose: bool = False) -> bool:
     """Strict: the response itself follows. Loose: any of IFEval's variants follows."""
-    texts = response_variants(response) if loose else [response]
+    texts = dict.fromkeys(response_variants(response)) if loose else [response]
     return any(text.strip() and instruction.check(text) for text in texts)
 
 

@@ -8,6 +8,7 @@ linear-time rules that reproduce their behaviour on ordinary English prose.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from langdetect import DetectorFactory, LangDetectException, detect
 
@@ -23,10 +24,9 @@ _DOTTED_ABBREVIATION = re.compile(r"^(?:[^\W\d_]\.)+[^\W\d_]$")  # u.s, e.g, i.e
 
 # Abbreviations that rarely end a sentence (Punkt's English model knows these and more).
 _ABBREVIATIONS = frozenset(
-    "mr mrs ms dr prof sr jr st mt ft vs etc approx dept est fig inc ltd co corp no nos vol "
-    "jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun gen col lt "
-    "sgt capt rev gov sen rep ave blvd rd pp ed eds cf al ca".split()
-)
+    "mr mrs ms dr prof sr jr st mt ft vs etc approx dept inc ltd corp jan feb apr jun jul "
+    "aug sep sept oct nov dec lt sgt capt gov sen ave blvd rd pp eds cf".split()
+)  # words that are also ordinary English ("sun", "no", "sat") are left out: they end sentences
 # Capitalized words that make Punkt break even after an abbreviation or an ellipsis.
 _SENTENCE_STARTERS = frozenset(
     "the this that these those it its i in we he she they you but and however a an there "
@@ -90,7 +90,7 @@ def split_sentences(text: str) -> list[str]:
     sentences: list[str] = []
     tokens = list(_TOKEN.finditer(text))
     start = 0
-    for current, following in zip(tokens, tokens[1:]):
+    for current, following in zip(tokens, tokens[1:], strict=False):
         if _ends_sentence(current.group(), following.group()):
             sentences.append(text[start : current.end()].strip())
             start = following.start()
@@ -129,7 +129,12 @@ _LANGDETECT_MAX_CHARS = 100_000  # langdetect reads ~10k chars; bound its regex 
 
 def detect_language(text: str) -> str | None:
     """ISO code langdetect assigns to ``text``, or None when it finds no language features."""
+    return _detect(text[:_LANGDETECT_MAX_CHARS])
+
+
+@lru_cache(maxsize=64)  # loose mode asks about near-identical variants; detection is ~20 ms
+def _detect(text: str) -> str | None:
     try:
-        return detect(text[:_LANGDETECT_MAX_CHARS])
+        return detect(text)
     except LangDetectException:
         return None

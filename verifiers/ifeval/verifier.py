@@ -45,7 +45,7 @@ class IFEvalVerifier:
         summary = f"{sum(results)}/{len(results)} instructions followed"
         if all(results):
             return Verdict.correct(summary, score=score)
-        failed = [i.instruction_id for i, ok in zip(instructions, results) if not ok]
+        failed = [i.instruction_id for i, ok in zip(instructions, results, strict=True) if not ok]
         return Verdict.wrong(summary, clip(f"not followed: {', '.join(failed)}"), score=score)
 
 
