@@ -59,6 +59,30 @@ def _scaled(parsed: list[Any], factor: sympy.Rational) -> list[Any]:
     return [p * factor for p in parsed if isinstance(p, sympy.Number)]
 
 
+MAX_EXPONENT = 10_000  # 2^{10000} is already 3,011 digits; towers beyond are not answers
+
+
+def _huge_power(node: Any) -> bool:
+    if not isinstance(node, sympy.Pow) or not (node.base.is_number and node.exp.is_number):
+        return False
+    if node.base in (0, 1, -1):
+        return False
+    try:
+        return bool(abs(node.exp.evalf(15)) > MAX_EXPONENT)
+    except Exception:  # evalf can fail on exotic nodes; be conservative
+        return True
+
+
+def oversized(parsed: Parsed) -> bool:
+    """Whether an expression holds a numeric power too large to evaluate safely (``10^{10^{10}}``)."""
+    return any(
+        _huge_power(node)
+        for value in parsed[0]
+        if isinstance(value, sympy.Basic)
+        for node in sympy.preorder_traversal(value)
+    )
+
+
 def _numbers_disagree(gold: list[Any], answer: list[Any]) -> bool:
     """math-verify rounds floats to 6 decimals, so 0.0000672 "equals" 0.0000673.
 

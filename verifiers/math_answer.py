@@ -95,7 +95,10 @@ class MathVerifier:
         problem = _answer_problem(answer)
         if problem is not None:
             return Verdict.wrong(shown, problem)
-        if _mathverify.equivalent(gold, _mathverify.parse_answer(answer)):
+        parsed = _mathverify.parse_answer(answer)
+        if _mathverify.oversized(parsed) and not _mathverify.oversized(gold):
+            return Verdict.wrong(shown, "answer holds a power too large to compare")
+        if _mathverify.equivalent(gold, parsed):
             return Verdict.correct(shown)
         return Verdict.wrong(shown, clip(f"not equivalent to gold {reference.get('answer')!r}"))
 

@@ -175,6 +175,8 @@ def test_unscorable_reference_is_an_error_not_wrong(reference: dict, scorable: b
     [
         ("\\boxed{" + "9" * 5000 + "}", Status.WRONG),  # too long to be an answer
         ("\\boxed{" + "{" * 40 + "1" + "}" * 40 + "}", Status.WRONG),  # absurd nesting
+        ("\\boxed{10^{10^{10}}+1}", Status.WRONG),  # would take sympy forever
+        ("\\boxed{9^{999999}}", Status.WRONG),
         ("nothing here", Status.FORMAT_ERROR),
     ],
 )

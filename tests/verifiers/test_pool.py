@@ -1,0 +1,129 @@
+"""The worker pool: input order, determinism, hard timeouts, crashes, memory cap, worker cap."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verifiers import Status, Verdict, verify
+from verifiers.pool import MAX_WORKERS, VerifierPool, default_workers, verify_batch
+
+
+@dataclass(frozen=True)
+class SleepyVerifier:
+    """Sleeps for reference["sleep"] seconds; optionally leaves a grandchild process behind."""
+
+    name: str = "sleepy"
+
+    def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
+        if reference.get("pid_file"):
+            child = subprocess.Popen(["sleep", "60"])
+            Path(reference["pid_file"]).write_text(str(child.pid))
+        time.sleep(float(reference["sleep"]))
+        return Verdict.correct(completion)
+
+
+@dataclass(frozen=True)
+class CrashingVerifier:
+    name: str = "crashing"
+
+    def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
+        os._exit(3)
+
+
+@dataclass(frozen=True)
+class HungryVerifier:
+    name: str = "hungry"
+
+    def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
+        blob = bytearray(int(reference["megabytes"]) * 1024 * 1024)
+        return Verdict.correct(str(len(blob)))
+
+
+MATH = {"answer": "\\frac{1}{2}"}
+MCQ = {"answer": "B", "num_options": 4}
+MIXED = [
+    ("\\boxed{0.5}", MATH, "math"),
+    ("\\boxed{1/3}", MATH, "math"),
+    ("no answer", MATH, "math"),
+    ("Answer: B", MCQ, "science_mcq"),
+    ("Answer: A or B", MCQ, "science_mcq"),
+    ("Answer: 9.8 m/s^2", {"answer": "9.81", "unit": "m/s^2"}, "science_numeric"),
+    ("\\boxed{2}", {"answer": ""}, "math"),
+] * 6
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[VerifierPool]:
+    with VerifierPool(2, timeout_s=20.0) as p:
+        yield p
+
+
+def test_results_match_in_process_and_keep_input_order(pool: VerifierPool) -> None:
+    expected = [verify(c, r, v) for c, r, v in MIXED]
+    assert pool.verify_batch(MIXED) == expected
+    assert pool.verify_batch(MIXED[::-1]) == expected[::-1]  # deterministic, order kept
+    assert {v.status for v in expected} >= {Status.CORRECT, Status.WRONG, Status.ERROR}
+
+
+def test_timeout_kills_the_worker_and_its_children(pool: VerifierPool, tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    slow = ("x", {"sleep": 60, "pid_file": str(pid_file)}, SleepyVerifier())
+    before = pool.restarts
+    start = time.monotonic()
+    verdicts = pool.verify_batch([MIXED[0], slow, MIXED[3]], timeout_s=1.5)
+    assert time.monotonic() - start < 15
+    assert [v.status for v in verdicts] == [Status.CORRECT, Status.TIMEOUT, Status.CORRECT]
+    assert pool.restarts == before + 1
+    grandchild = int(pid_file.read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{grandchild}").exists() or "Z" in _proc_state(grandchild)
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return "Z"
+
+
+def test_crash_is_an_error_verdict_and_the_pool_recovers(pool: VerifierPool) -> None:
+    verdicts = pool.verify_batch([("x", {}, CrashingVerifier()), MIXED[0], MIXED[0]])
+    assert verdicts[0].status is Status.ERROR and "died" in verdicts[0].details
+    assert verdicts[1].is_correct and verdicts[2].is_correct
+    assert pool.verify_batch(MIXED[:7]) == [verify(c, r, v) for c, r, v in MIXED[:7]]
+
+
+def test_bad_items_are_error_verdicts_not_exceptions(pool: VerifierPool) -> None:
+    verdicts = pool.verify_batch([("x", {}, "no_such_verifier"), ("x", {}, lambda: None)])
+    assert [v.status for v in verdicts] == [Status.ERROR, Status.ERROR]
+    assert "no_such_verifier" in verdicts[0].details
+
+
+def test_memory_cap_grades_timeout() -> None:
+    items = [
+        ("x", {"megabytes": 2048}, HungryVerifier()),
+        ("x", {"megabytes": 1}, HungryVerifier()),
+    ]
+    with VerifierPool(1, memory_limit_mb=512) as small:
+        verdicts = small.verify_batch(items)
+    assert verdicts[0].status is Status.TIMEOUT and "memory" in verdicts[0].details
+    assert verdicts[1].is_correct
+
+
+def test_worker_count_is_capped() -> None:
+    assert 1 <= default_workers() <= MAX_WORKERS
+    assert VerifierPool(100).size == MAX_WORKERS
+    assert verify_batch([]) == []
+
+
+def test_one_off_verify_batch() -> None:
+    verdicts = verify_batch(MIXED[:3], workers=2, timeout_s=20.0)
+    assert [v.status for v in verdicts] == [Status.CORRECT, Status.WRONG, Status.FORMAT_ERROR]

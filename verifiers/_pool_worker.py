@@ -1,0 +1,71 @@
+"""Worker process of ``verifiers.pool``: receive items on a pipe, answer with verdicts.
+
+Started as ``python -m verifiers._pool_worker READ_FD WRITE_FD`` in its own session, so the
+pool can kill it (and anything it started) with one ``killpg`` when an item overruns.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+from multiprocessing.connection import Connection
+from typing import Any
+
+READY = "ready"
+
+
+def _limit_memory(megabytes: int | None) -> None:
+    if megabytes:
+        import resource
+
+        limit = megabytes * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _serve(inbox: Connection, outbox: Connection) -> None:
+    from verifiers.api import verify
+    from verifiers.registry import get_verifier
+    from verifiers.verdict import Status, Verdict, clip
+
+    cache: dict[str, Any] = {}
+
+    def grade(payload: bytes) -> Verdict:
+        try:
+            completion, reference, verifier, reasoning = pickle.loads(payload)
+            if isinstance(verifier, str):
+                if verifier not in cache:
+                    cache[verifier] = get_verifier(verifier)
+                verifier = cache[verifier]
+        except Exception as exc:  # bad item (unknown name, unimportable class): infra error
+            return Verdict.error(clip(f"pool worker could not load the item: {exc!r}"))
+        verdict = verify(completion, reference, verifier, reasoning)
+        if verdict.status is Status.ERROR and "MemoryError" in verdict.details:
+            # the answer made the grader exhaust its memory budget: a resource limit hit by
+            # the model's output, like a timeout, not a verifier failure
+            return Verdict.timeout("memory limit exceeded while grading")
+        return verdict
+
+    outbox.send((READY, os.getpid()))
+    while True:
+        message = inbox.recv()
+        if message is None:
+            return
+        index, payload = message
+        outbox.send((index, grade(payload)))
+
+
+def main(argv: list[str]) -> None:
+    inbox = Connection(int(argv[1]), writable=False)
+    outbox = Connection(int(argv[2]), readable=False)
+    config = inbox.recv()
+    sys.path[:0] = [p for p in config["sys_path"] if p not in sys.path]
+    _limit_memory(config.get("memory_limit_mb"))
+    try:
+        _serve(inbox, outbox)
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        pass  # the pool went away; exit quietly
+
+
+if __name__ == "__main__":
+    main(sys.argv)

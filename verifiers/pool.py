@@ -1,0 +1,229 @@
+"""Batch verification in warm worker processes with a hard per-item time limit.
+
+Each worker is a separate interpreter (``python -m verifiers._pool_worker``) in its own
+session. An item that overruns ``timeout_s`` gets a ``timeout`` verdict and its worker is
+killed with its whole process group and replaced; a worker that dies mid-item yields an
+``error`` verdict. Results come back in input order and do not depend on scheduling.
+
+Workers are plain subprocesses rather than ``multiprocessing`` children: spawn/forkserver
+children re-import the caller's ``__main__`` (a trainer importing torch), and fork copies a
+threaded parent. A replacement starts in the background and takes items once it is ready.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from verifiers._pool_worker import READY
+from verifiers.reasoning import ReasoningFormat
+from verifiers.registry import Verifier
+from verifiers.verdict import Verdict, clip
+
+log = logging.getLogger(__name__)
+
+MAX_WORKERS = 8
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_MEMORY_MB = 4096  # per worker; a runaway sympy expansion must not take the machine
+START_TIMEOUT_S = 120.0  # a cold interpreter importing sympy on a loaded machine
+MAX_START_FAILURES = 3  # consecutive: a broken environment, not bad luck
+
+Item = tuple[Any, Mapping[str, Any], "str | Verifier"]
+
+
+def default_workers() -> int:
+    return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+
+
+class _Worker:
+    """One worker process and its two pipe ends; ``ready`` once its imports are done."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        child_read, parent_write = os.pipe()
+        parent_read, child_write = os.pipe()
+        package_root = str(Path(__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "verifiers._pool_worker", str(child_read), str(child_write)],
+            pass_fds=(child_read, child_write),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
+        os.close(child_read)
+        os.close(child_write)
+        self.inbox = Connection(parent_read, writable=False)
+        self.outbox = Connection(parent_write, readable=False)
+        self.outbox.send(config)
+        self.ready = False
+        self.started = time.monotonic()
+        self.index: int | None = None  # item in flight
+        self.deadline = 0.0
+        self.limit = 0.0
+
+    def submit(self, index: int, payload: bytes, timeout_s: float) -> None:
+        self.outbox.send((index, payload))
+        self.index, self.limit = index, timeout_s
+        self.deadline = time.monotonic() + timeout_s
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        self.inbox.close()
+        self.outbox.close()
+
+    def stop(self) -> None:
+        try:
+            self.outbox.send(None)
+            self.proc.wait(timeout=2.0)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+
+class VerifierPool:
+    """Reusable pool of verifier workers; use as a context manager to keep them warm.
+
+    timeout_s: wall-clock limit per item, measured from when the item reaches a worker.
+    reasoning: default ``ReasoningFormat`` for ``verify_batch`` calls.
+    memory_limit_mb: address-space cap per worker (None: no cap); exceeding it grades the
+        item ``timeout`` ("memory limit exceeded"), not ``error``.
+    """
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        reasoning: ReasoningFormat = ReasoningFormat(),
+        memory_limit_mb: int | None = DEFAULT_MEMORY_MB,
+    ) -> None:
+        self.size = max(1, min(workers or default_workers(), MAX_WORKERS))
+        self.timeout_s = timeout_s
+        self.reasoning = reasoning
+        self._config = {"sys_path": list(sys.path), "memory_limit_mb": memory_limit_mb}
+        self._workers: list[_Worker] = []
+        self.restarts = 0
+        self._start_failures = 0
+
+    def __enter__(self) -> VerifierPool:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        while len(self._workers) < self.size:
+            self._workers.append(_Worker(self._config))
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.stop()
+        self._workers = []
+
+    def verify_batch(
+        self,
+        items: Sequence[Item],
+        *,
+        timeout_s: float | None = None,
+        reasoning: ReasoningFormat | None = None,
+    ) -> list[Verdict]:
+        """Verdicts for ``(completion, reference, verifier name or object)`` items, in order."""
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        fmt = self.reasoning if reasoning is None else reasoning
+        results: list[Verdict | None] = [None] * len(items)
+        pending: deque[tuple[int, bytes]] = deque()
+        for i, (completion, reference, verifier) in enumerate(items):
+            try:
+                pending.append((i, pickle.dumps((completion, dict(reference), verifier, fmt))))
+            except Exception as exc:  # an unpicklable verifier is a setup bug: say which
+                results[i] = Verdict.error(clip(f"item cannot be sent to a worker: {exc!r}"))
+        self.start()
+        while pending or any(w.index is not None for w in self._workers):
+            self._dispatch(pending, limit)
+            self._collect(results, pending)
+        return [v if v is not None else Verdict.error("pool lost the item") for v in results]
+
+    def _dispatch(self, pending: deque[tuple[int, bytes]], limit: float) -> None:
+        for slot, worker in enumerate(self._workers):
+            if pending and worker.ready and worker.index is None:
+                index, payload = pending.popleft()
+                try:
+                    worker.submit(index, payload, limit)
+                except OSError:  # died while idle: replace it and retry the item
+                    pending.appendleft((index, payload))
+                    self._replace(slot)
+
+    def _collect(self, results: list[Verdict | None], pending: deque) -> None:
+        now = time.monotonic()
+        busy = [w for w in self._workers if w.index is not None]
+        waits = [w.deadline - now for w in busy] + [1.0]
+        ready = wait([w.inbox for w in self._workers], timeout=max(0.0, min(waits)))
+        for slot, worker in enumerate(list(self._workers)):
+            if worker.inbox in ready:
+                self._receive(slot, worker, results, pending)
+            elif worker.index is not None and time.monotonic() >= worker.deadline:
+                results[worker.index] = Verdict.timeout(f"exceeded {worker.limit:g} s per item")
+                self._replace(slot)
+            elif not worker.ready and time.monotonic() - worker.started > START_TIMEOUT_S:
+                log.error("verifier worker did not start within %.0f s", START_TIMEOUT_S)
+                self._replace(slot)
+
+    def _receive(self, slot: int, worker: _Worker, results: list, pending: deque) -> None:
+        try:
+            tag, value = worker.inbox.recv()
+        except (EOFError, OSError):
+            code = worker.proc.poll()
+            if worker.index is not None:
+                results[worker.index] = Verdict.error(f"verifier worker died (exit code {code})")
+            elif not worker.ready:
+                self._start_failures += 1
+                if self._start_failures >= MAX_START_FAILURES:
+                    raise RuntimeError(
+                        f"verifier workers keep exiting during start-up (exit code {code}); "
+                        f"run `{sys.executable} -m verifiers._pool_worker` to see why"
+                    ) from None
+            self._replace(slot)
+            return
+        if tag == READY:
+            worker.ready = True
+            self._start_failures = 0
+            return
+        results[tag] = value
+        worker.index = None
+
+    def _replace(self, slot: int) -> None:
+        self._workers[slot].kill()
+        self._workers[slot] = _Worker(self._config)
+        self.restarts += 1
+
+
+def verify_batch(
+    items: Sequence[Item],
+    *,
+    workers: int | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    reasoning: ReasoningFormat = ReasoningFormat(),
+) -> list[Verdict]:
+    """One-off batch through a fresh pool; keep a ``VerifierPool`` open to reuse workers."""
+    if not items:
+        return []
+    size = min(workers or default_workers(), len(items))
+    with VerifierPool(size, timeout_s=timeout_s, reasoning=reasoning) as pool:
+        return pool.verify_batch(items)
