@@ -89,6 +89,10 @@ class MixtureSampler:
             )
         self.domain_names, self.weights, self._pools = _pools(domains, mode, weights)
         self._perm_cache: dict[tuple[int, int], list[int]] = {}
+        # most prompts one batch takes from a pool; natural batches never straddle epochs
+        self._max_quota = [
+            0 if mode == "natural" else math.ceil(batch_size * w - 1e-9) for w in self.weights
+        ]
         self._cursor = _Cursor()
         self._reset_cursor()
         self._offset = 0  # indices of the current batch already yielded
@@ -195,14 +199,32 @@ class MixtureSampler:
         return out
 
     def _permutation(self, pool: int, epoch: int) -> list[int]:
-        key = (pool, epoch)
-        if key not in self._perm_cache:
-            if len(self._perm_cache) > 4 * len(self._pools):
-                self._perm_cache.clear()  # only the current epochs are ever needed again
-            order = list(self._pools[pool])
-            random.Random(f"{self.seed}:{self.domain_names[pool]}:{epoch}").shuffle(order)
-            self._perm_cache[key] = order
-        return self._perm_cache[key]
+        """Epoch ``epoch`` of a pool, built from the nearest cached earlier epoch."""
+        if (pool, epoch) not in self._perm_cache:
+            start = max((e for p, e in self._perm_cache if p == pool and e < epoch), default=-1)
+            order = self._perm_cache.get((pool, start))
+            for e in range(start + 1, epoch + 1):
+                order = self._shuffled(pool, e, order)
+            # only this epoch and the one before are read again while moving forward
+            for key in [k for k in self._perm_cache if k[0] == pool and k[1] < epoch - 1]:
+                del self._perm_cache[key]
+            self._perm_cache[(pool, epoch)] = order
+        return self._perm_cache[(pool, epoch)]
+
+    def _shuffled(self, pool: int, epoch: int, previous: list[int] | None) -> list[int]:
+        """A seeded shuffle whose head avoids the previous epoch's tail, so a weighted batch
+        that straddles two epochs never holds one prompt twice (when the pool is big enough)."""
+        order = list(self._pools[pool])
+        random.Random(f"{self.seed}:{self.domain_names[pool]}:{epoch}").shuffle(order)
+        window = self._max_quota[pool]
+        if previous is None or len(order) < 2 * window:
+            return order
+        tail = set(previous[-window:])
+        clashes = [i for i in range(window) if order[i] in tail]
+        free = [j for j in range(window, len(order)) if order[j] not in tail]
+        for i, j in zip(clashes, free, strict=False):
+            order[i], order[j] = order[j], order[i]
+        return order
 
     def _expand(self, prompts: list[int]) -> list[int]:
         one = [i for i in prompts for _ in range(self.mini_repeat_count)]

@@ -86,13 +86,31 @@ def test_apportion_property(weights, batch_size):
         assert max(abs(d) for d in deficits) < 2.0  # long-run share stays exact
 
 
+def assert_cycled(got: list[list[int]], rows: list[int]) -> None:
+    """After every batch, each row of the pool was drawn e or e+1 times: one pass per epoch."""
+    counts = Counter({i: 0 for i in rows})
+    for prompts in got:
+        counts.update(i for i in prompts if i in counts)
+        assert max(counts.values()) - min(counts.values()) <= 1
+
+
 def test_weighted_pools_cycle_each_domain_completely():
     sampler = weighted(repeat_count=1, num_batches=50)
-    prompts = [i for b in batches(sampler, list(sampler)) for i in b]
-    science_rows = [i for i in prompts if DOMAINS[i] == "science"]
-    first_epoch = science_rows[:7]
-    assert sorted(first_epoch) == [i for i, d in enumerate(DOMAINS) if d == "science"]
-    assert science_rows[7:14] != first_epoch  # reshuffled for the next epoch
+    got = batches(sampler, list(sampler))
+    science = [i for i, d in enumerate(DOMAINS) if d == "science"]
+    assert_cycled(got, science)
+    drawn = [i for b in got for i in b if DOMAINS[i] == "science"]
+    assert drawn[7:14] != drawn[:7]  # reshuffled for the next epoch
+
+
+def test_batches_never_repeat_a_prompt_across_epoch_boundaries():
+    domains = ["a"] * 5 + ["b"] * 50  # pool "a" restarts inside a batch every few steps
+    sampler = MixtureSampler(
+        domains, 1, 4, mode="weighted", weights={"a": 0.5, "b": 0.5}, num_batches=400
+    )
+    got = batches(sampler, list(sampler))
+    assert all(len(set(b)) == len(b) for b in got)
+    assert_cycled(got, list(range(5)))  # the swaps keep every row of "a" once per epoch
 
 
 def test_two_ranks_see_identical_streams():
