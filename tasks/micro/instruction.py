@@ -1,4 +1,8 @@
-"""Micro-suite instruction following: short IFEval-type constraints on a given phrase."""
+"""Micro-suite instruction following: short IFEval-type constraints on a given phrase.
+
+A canonical problem is a phrase with its constraints; held-out rows pair known constraints
+with phrases they never met in training. References use IFEval's ids and kwarg names.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Micro-suite science: multiple choice over a small built-in fact base, answered ``Answer: X``."""
+"""Micro-suite science: multiple choice over a small built-in fact base, answered ``Answer: X``.
+
+A canonical problem is a fact plus its set of distractors, so held-out rows ask facts seen in
+training among option sets never seen there: they measure recall, not memorised letters.
+"""
 
 from __future__ import annotations
 
