@@ -16,6 +16,7 @@ Optional in every style: ``max_tests`` (default: the verifier's, 20, sampled wit
 
 from __future__ import annotations
 
+import ast
 import logging
 import random
 import secrets
@@ -145,7 +146,7 @@ class CodeVerifier:
             units.insert(0, Unit("setup", str(reference["setup"]), "test setup"))
         n_tests = sum(u.kind == "test" for u in units)
         units = keep_tests(units, self._chosen(n_tests, reference))
-        solution = str(reference.get("prefix") or "") + code
+        solution = join_prefix(str(reference.get("prefix") or ""), code)
         records, result = self._execute(solution, units, None, None, reference)
         return outcome_from_exec(result) or summarise(records, units, result)
 
@@ -185,6 +186,27 @@ class CodeVerifier:
         if bad.kind == "timeout" and self.reward == "all":
             return Verdict(0.0, Verdict.timeout().status, extracted, detail)
         return Verdict.wrong(extracted, detail, score=score)
+
+
+def join_prefix(prefix: str, code: str) -> str:
+    """Prefix + code (a body completing a HumanEval prompt, or a whole redefinition after it).
+
+    When that does not parse but the code alone does (the model rewrote the whole function
+    after a prompt that ends mid-definition), keep only the prefix's import lines.
+    """
+    joined = prefix + code
+    if not prefix or _parses(joined) or not _parses(code):
+        return joined
+    imports = [ln for ln in prefix.splitlines() if ln.startswith(("import ", "from "))]
+    return "\n".join([*imports, code])
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 register("code", CodeVerifier)
