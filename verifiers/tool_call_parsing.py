@@ -177,3 +177,33 @@ def render_tool_calls(calls: Sequence[ToolCall | Mapping[str, Any]]) -> str:
         payload = json.dumps({"name": data["name"], "arguments": data.get("arguments", {})})
         blocks.append(f"{_TAG_OPEN}\n{payload}\n{_TAG_CLOSE}")
     return "\n".join(blocks)
+
+
+def completion_text(completion: Any) -> str:
+    """Text of a completion with structured tool calls rendered back as ``<tool_call>`` blocks.
+
+    TRL hands conversational completions as messages whose calls sit in ``tool_calls``, not in
+    ``content``; joining only the contents would silently drop every call."""
+    if not isinstance(completion, list):
+        return (
+            completion
+            if isinstance(completion, str)
+            else ""
+            if completion is None
+            else str(completion)
+        )
+    parts = []
+    for message in completion:
+        if not isinstance(message, Mapping):
+            continue
+        content = message.get("content")
+        parts.append(
+            content if isinstance(content, str) else "" if content is None else str(content)
+        )
+        structured = message.get("tool_calls") or []
+        if message.get("role") == "assistant" and isinstance(structured, list) and structured:
+            try:
+                parts.append(render_tool_calls(_parse_structured(structured)))
+            except ToolCallFormatError as exc:  # keep the evidence: the verifier reports it
+                parts.append(f"<tool_call>unreadable call: {exc}</tool_call>")
+    return "\n".join(p for p in parts if p)

@@ -159,6 +159,28 @@ def _max_matching(ok: list[list[bool]]) -> int:
     return sum(augment(g, set()) for g in range(len(ok)))
 
 
+def _closest_error(
+    errors: list[list[str | None]],
+    calls: Sequence[ToolCall],
+    golds: Sequence[Mapping[str, Any]],
+    parallel: bool,
+) -> str | None:
+    """The most telling mismatch: against a call of the same function when there is one."""
+    for g, row in enumerate(errors):
+        if not parallel:
+            if g < len(row) and row[g] is not None:
+                return row[g]
+            continue
+        if any(e is None for e in row):
+            continue
+        (name,) = golds[g]
+        fits_other = {p for p in range(len(calls)) if any(r[p] is None for r in errors)}
+        same = [p for p, c in enumerate(calls) if _same_name(c.name, name)]
+        free = [p for p in same if p not in fits_other]
+        return row[(free or same or [0])[0]]
+    return None
+
+
 @dataclass(frozen=True)
 class ToolCallsVerifier:
     """``exact``: 1 only if every gold call is matched and nothing else is called.
@@ -214,9 +236,9 @@ class ToolCallsVerifier:
         if matched == total:
             return Verdict.correct(extracted)
         detail = f"matched {matched}/{len(golds)} gold calls with {len(calls)} calls"
-        first = next((e for row in errors for e in row if e is not None), None)
-        if first and len(calls) == len(golds):
-            detail += f"; e.g. {first}"
+        hint = _closest_error(errors, calls, golds, parallel)
+        if hint:
+            detail += f"; e.g. {hint}"
         score = matched / total if self.mode == "partial" else 0.0
         return Verdict.wrong(extracted, clip(detail), score=score)
 

@@ -10,6 +10,7 @@ from verifiers import Status, get_verifier, verify
 from verifiers.tool_call_parsing import (
     ToolCall,
     ToolCallFormatError,
+    completion_text,
     parse_tool_calls,
     render_tool_calls,
 )
@@ -219,3 +220,34 @@ def test_hostile_output_gives_verdict(junk: str) -> None:
     verdict = verify(junk, SINGLE, "tool_calls")
     assert verdict.status in (Status.WRONG, Status.FORMAT_ERROR)
     assert len(verdict.details) <= 500
+
+
+def test_completion_text_keeps_structured_calls() -> None:
+    messages = [
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "function": {"name": "area", "arguments": {"base": 10, "height": 5}}}]},
+        {"role": "tool", "name": "area", "content": "25"},
+        {"role": "assistant", "content": "The area is 25."},
+    ]  # fmt: skip
+    text = completion_text(messages)
+    assert verify(text, SINGLE, "tool_calls").is_correct
+    assert not verify(messages, SINGLE, "tool_calls").is_correct  # plain as_text drops the calls
+    broken = [{"role": "assistant", "content": "", "tool_calls": [{"function": {"arguments": {}}}]}]
+    assert verify(completion_text(broken), SINGLE, "tool_calls").status is Status.FORMAT_ERROR
+    assert completion_text("plain") == "plain" and completion_text(None) == ""
+
+
+@pytest.mark.parametrize(
+    ("completion", "reference", "hint"),
+    [
+        (A12 + tc("area", base=3, height=9), PARALLEL, "'height'=9"),
+        (tc("area", base=10, height=5, color="red"), SINGLE, "unexpected parameter 'color'"),
+        (
+            tc("area", base=1, height=2) + tc("area", base=3),
+            {**PARALLEL, "parallel": False},
+            "'height'",
+        ),
+    ],
+)
+def test_details_name_the_mismatch(completion: str, reference: dict, hint: str) -> None:
+    assert hint in verify(completion, reference, "tool_calls").details
