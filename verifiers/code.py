@@ -42,7 +42,7 @@ from verifiers.code_judge import (
     summarise,
 )
 from verifiers.registry import register
-from verifiers.sandbox import ExecResult, Limits, get_sandbox
+from verifiers.sandbox import SELECTIONS, ExecResult, Limits, get_sandbox
 from verifiers.verdict import Verdict, clip
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,10 @@ class CodeVerifier:
     allow_unfenced: bool = False
 
     def __post_init__(self) -> None:
+        if self.sandbox not in SELECTIONS:  # fail at construction, before any model loads
+            raise ValueError(
+                f"code verifier: sandbox must be one of {SELECTIONS}, got {self.sandbox!r}"
+            )
         if self.reward not in REWARDS:
             raise ValueError(f"code verifier: reward must be one of {REWARDS}, got {self.reward!r}")
         if self.max_tests < 1 or self.test_time_limit_s <= 0 or self.sample_time_limit_s <= 0:

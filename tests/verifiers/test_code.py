@@ -162,6 +162,17 @@ def test_time_limit_from_reference(verifier):
 def test_verifier_options_validated():
     with pytest.raises(ValueError, match="reward"):
         get_verifier("code", reward="most")
+    with pytest.raises(ValueError, match="sandbox must be one of .*nsjail"):
+        get_verifier("code", sandbox="docker")
+
+
+def test_verifier_pickles(verifier):
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(verifier))
+    assert (
+        copy == verifier and verify(py("def add(a, b):\n    return a + b"), CALL, copy).is_correct
+    )
 
 
 @pytest.mark.parametrize(
