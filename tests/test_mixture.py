@@ -190,3 +190,12 @@ def test_heldout_split_by_id_never_overlaps_and_is_stable():
     assert heldout_split(rows, 0.2, seed=2)[1] != held
     assert heldout_mask(["a", "b"], 0.0) == [False, False]
     assert heldout_mask(["a", "b"], 1.0) == [True, True]
+
+
+def test_works_as_a_torch_dataloader_sampler():
+    torch_data = pytest.importorskip("torch.utils.data")
+    sampler = weighted()
+    expected = list(weighted())
+    loader = torch_data.DataLoader(list(range(len(DOMAINS))), sampler=sampler, batch_size=6)
+    got = [int(i) for batch in loader for i in batch]
+    assert got == expected and len(loader) == len(sampler) // 6
