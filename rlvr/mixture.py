@@ -58,6 +58,12 @@ class MixtureSampler:
     per-domain quotas from ``weights`` and cycles each domain's rows in a reshuffled order
     per epoch. One ``__iter__`` yields ``len(self)`` indices (``num_batches`` batches, by
     default ``len(domains) // batch_size`` as TRL) and continues where the last one stopped.
+
+    Resume one of two ways, never both: ``load_state_dict`` a saved ``state_dict`` (and keep
+    the Trainer from skipping batches itself, ``ignore_data_skip=True``), or build a fresh
+    sampler and let the Trainer skip: ``set_epoch`` rewinds to the pass start it expects.
+    The DataLoader may prefetch, so ``state_dict`` can lead the optimiser by a batch or two;
+    ``seek(steps_done * len_of_one_batch)`` puts it exactly where the optimiser stopped.
     """
 
     def __init__(
