@@ -63,7 +63,7 @@ class MixtureSampler:
     the Trainer from skipping batches itself, ``ignore_data_skip=True``), or build a fresh
     sampler and let the Trainer skip: ``set_epoch`` rewinds to the pass start it expects.
     The DataLoader may prefetch, so ``state_dict`` can lead the optimiser by a batch or two;
-    ``seek(steps_done * len_of_one_batch)`` puts it exactly where the optimiser stopped.
+    ``seek(batches_done * batch_size * mini_repeat_count * repeat_count)`` is exact.
     """
 
     def __init__(
