@@ -1,0 +1,141 @@
+"""Merging tiny models: every M2RL preset runs, outputs load without NaNs, linear is the mean."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from rlvr.config import ConfigError
+from rlvr.merge import MERGE_INFO, MERGEKIT_YAML, merge_models, model_folder
+from rlvr.merge_presets import PRESETS, resolve
+from rlvr.tiny_model import TinyModelSpec, ensure_tiny_model
+
+SPEC = TinyModelSpec(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    intermediate_size=64,
+    max_position_embeddings=256,
+)
+
+
+def perturbed_copy(base: Path, out: Path, seed: int, scale: float = 0.02) -> Path:
+    """The base model with seeded Gaussian noise on every weight, saved as a model folder."""
+    model = AutoModelForCausalLM.from_pretrained(base)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=gen) * scale)
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(base).save_pretrained(out)
+    return out
+
+
+def tiny_family(root: Path, n: int) -> tuple[Path, list[Path]]:
+    """A tiny base model and ``n`` perturbed "experts" of it."""
+    base = ensure_tiny_model(root / "cache", SPEC)
+    experts = [perturbed_copy(base, root / f"expert{i}", seed=i + 1) for i in range(n)]
+    return base, experts
+
+
+def weights(folder: Path) -> dict[str, torch.Tensor]:
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+@pytest.fixture(scope="module")
+def family(tmp_path_factory) -> tuple[Path, list[Path]]:
+    return tiny_family(tmp_path_factory.mktemp("family"), 3)
+
+
+def test_linear_of_two_is_the_elementwise_mean(family, tmp_path):
+    base, experts = family
+    out = merge_models("linear", None, experts[:2], {"weight": 1.0}, tmp_path / "avg")
+    merged, a, b = weights(out), weights(experts[0]), weights(experts[1])
+    assert merged.keys() == a.keys()
+    for name, tensor in merged.items():
+        torch.testing.assert_close(tensor, (a[name] + b[name]) / 2, rtol=1e-5, atol=1e-6)
+
+
+def test_task_arithmetic_sums_task_vectors(family, tmp_path):
+    base, experts = family
+    out = merge_models("task_arithmetic", base, experts[:2], None, tmp_path / "ta")
+    merged, b0 = weights(out), weights(base)
+    a, b = weights(experts[0]), weights(experts[1])
+    name = "model.layers.0.mlp.up_proj.weight"
+    expected = b0[name] + (a[name] - b0[name]) + (b[name] - b0[name])
+    torch.testing.assert_close(merged[name], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_preset_merges_three_experts(family, tmp_path, preset):
+    base, experts = family
+    out = merge_models(preset, base, experts, None, tmp_path / preset, seed=3)
+    merged, b0 = weights(out), weights(base)
+    assert all(torch.isfinite(t).all() for t in merged.values())
+    assert any(not torch.equal(merged[k], b0[k]) for k in merged), "merge returned the base"
+    written = yaml.safe_load((out / MERGEKIT_YAML).read_text())
+    assert written["merge_method"] == PRESETS[preset].method
+    assert all(Path(m["model"]).is_absolute() for m in written["models"])
+    info = json.loads((out / MERGE_INFO).read_text())
+    assert info["method"] == preset and info["seconds"] > 0
+    tok = AutoTokenizer.from_pretrained(out)
+    assert tok.chat_template == AutoTokenizer.from_pretrained(base).chat_template
+
+
+def test_dare_is_reproducible_for_a_seed_and_varies_across_seeds(family, tmp_path):
+    base, experts = family
+    runs = {
+        name: weights(merge_models("ta_dare", base, experts, None, tmp_path / name, seed=seed))
+        for name, seed in (("a", 7), ("b", 7), ("c", 8))
+    }
+    key = "model.layers.1.self_attn.q_proj.weight"
+    assert torch.equal(runs["a"][key], runs["b"][key])
+    assert not torch.equal(runs["a"][key], runs["c"][key])
+
+
+def test_presets_carry_the_m2rl_settings():
+    assert resolve("ties").params["density"] == 0.2
+    assert resolve("ta_dare").params == {
+        "density": 0.8,
+        "weight": 1.0,
+        "rescale": True,
+        "normalize": False,
+    }
+    assert resolve("task_arithmetic").params["normalize"] is False
+    assert resolve("sce").params["select_topk"] == 1.0
+    assert resolve("ties", {"density": 0.5}).params["density"] == 0.5
+
+
+def test_conf_presets_match_the_python_presets():
+    conf = Path(__file__).resolve().parents[1] / "conf" / "merge"
+    for name, preset in PRESETS.items():
+        data = yaml.safe_load((conf / f"{name}.yaml").read_text())
+        assert resolve(data["method"], data["params"]) == preset, name
+
+
+@pytest.mark.parametrize(
+    ("method", "base", "message"),
+    [("no_such_method", True, "unknown merge method"), ("ties", False, "needs merge.base")],
+)
+def test_bad_setup_fails_before_merging(family, tmp_path, method, base, message):
+    b, experts = family
+    with pytest.raises((ConfigError, ValueError), match=message):
+        merge_models(method, b if base else None, experts, None, tmp_path / "x")
+
+
+def test_model_folder_accepts_run_folders_and_rejects_others(family, tmp_path):
+    _, experts = family
+    run = tmp_path / "run"
+    (run / "final").mkdir(parents=True)
+    (run / "final" / "config.json").write_text("{}")
+    assert model_folder(run) == (run / "final").resolve()
+    assert model_folder(experts[0]) == experts[0].resolve()
+    with pytest.raises(ConfigError, match="neither a run folder"):
+        model_folder(tmp_path / "missing")
