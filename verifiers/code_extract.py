@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 _PYTHON_TAGS = frozenset({"python", "py", "python3", "py3"})
-# A fence opens with ``` (optionally indented), an info string, a newline; closes with ``` alone.
-_BLOCK = re.compile(r"^[ \t]*```[ \t]*([^\n`]*)\n(.*?)^[ \t]*```[ \t]*$", re.M | re.S)
-_OPEN = re.compile(r"^[ \t]*```[ \t]*([^\n`]*)\n", re.M)
+# A fence opens with ``` (optionally indented) and an info string; closes with ``` alone.
+_OPEN = re.compile(r"[ \t]*```[ \t]*([^`]*)")
+_CLOSE = re.compile(r"[ \t]*```[ \t]*")
 
 
 def extract_code(completion: str, allow_unfenced: bool = False) -> str | None:
@@ -20,18 +20,34 @@ def extract_code(completion: str, allow_unfenced: bool = False) -> str | None:
        everything after the last opening fence;
     4. else the whole completion, only when ``allow_unfenced``; otherwise None.
     """
-    blocks = [(_tag(info), body) for info, body in _BLOCK.findall(completion)]
+    blocks, unclosed = _fenced_blocks(completion)
     python = [body for tag, body in blocks if tag in _PYTHON_TAGS]
     if python:
         return python[-1]
     if blocks:
         return blocks[-1][1]
-    opened = list(_OPEN.finditer(completion))
-    if opened:
-        return completion[opened[-1].end() :]
+    if unclosed is not None:
+        return unclosed
     if allow_unfenced and completion.strip():
         return completion
     return None
+
+
+def _fenced_blocks(text: str) -> tuple[list[tuple[str, str]], str | None]:
+    """One linear pass over the lines: closed (tag, body) blocks and an unclosed tail, if any."""
+    blocks: list[tuple[str, str]] = []
+    tag, body = None, []
+    for line in text.split("\n"):
+        if tag is None:
+            opened = _OPEN.fullmatch(line)
+            if opened:
+                tag, body = _tag(opened.group(1)), []
+        elif _CLOSE.fullmatch(line):
+            blocks.append((tag, "".join(part + "\n" for part in body)))
+            tag = None
+        else:
+            body.append(line)
+    return blocks, ("\n".join(body) if tag is not None else None)
 
 
 def _tag(info: str) -> str:

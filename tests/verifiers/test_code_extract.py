@@ -27,3 +27,13 @@ CASES = [
 @pytest.mark.parametrize(("completion", "allow_unfenced", "expected"), CASES)
 def test_extract_code(completion, allow_unfenced, expected):
     assert extract_code(completion, allow_unfenced) == expected
+
+
+@pytest.mark.parametrize("unit", [f"{F}x\n", f"{F}\n", f"{F}python\nprint(1)\n"])
+def test_extraction_is_linear_on_hostile_fences(unit):
+    import time
+
+    text = (unit * 200_000)[:200_000]
+    start = time.monotonic()
+    extract_code(text)
+    assert time.monotonic() - start < 2.0
