@@ -158,7 +158,9 @@ def test_leetcode_correct_solution_passes_both_ways(shared_data, verifier, task_
 def test_leetcode_wrong_solution_fails(shared_data, verifier, offset):
     row = list(leetcode_rows(shared_data).values())[offset]
     reference = leetcode_call_reference(row)
-    wrong = solution_class(f"def {reference['fn_name']}(self, *args, **kwargs):\n        return None")
+    wrong = solution_class(
+        f"def {reference['fn_name']}(self, *args, **kwargs):\n        return None"
+    )
     verdict = verifier.verify(fenced(wrong), dict(reference, prefix=PREFIX))
     assert verdict.status is Status.WRONG and "expected" in verdict.details, verdict
     as_assert = verifier.verify(fenced(wrong), {"style": "assert", "test": row["test"]})
