@@ -1,0 +1,339 @@
+"""Evaluate any models on any benchmarks: k samples per prompt, Avg@k, pass@k, greedy, resumable.
+
+python -m rlvr.evaluate 'eval.models=["sft=outputs/s/sft","math=outputs/s/math"]' \
+    'eval.tasks=[gsm8k,micro_math]' eval.k=4 eval.max_prompts=50
+
+Writes ``<study>/eval/<label>/<benchmark>.jsonl`` (one line per sample) and ``.json`` (the
+summary); a benchmark whose summary exists is not recomputed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from rlvr.config import ConfigError, RunConfig
+from rlvr.generation import Decoding
+from rlvr.heldout import pass_at_k, score_completions
+from rlvr.rewards import Scorer
+
+log = logging.getLogger(__name__)
+
+MICRO_PREFIX = "micro_"
+MODEL_INFO = "model.json"
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model to evaluate: its label (folder name in the study) and where it loads from."""
+
+    label: str
+    path: str  # a model folder, or a Hub id / "tiny" resolved by rlvr.models
+
+
+def parse_models(entries: Sequence[str]) -> list[ModelEntry]:
+    """``label=path`` pairs or bare paths (label: the run folder's or model folder's name)."""
+    from rlvr.merge import model_folder
+
+    out: list[ModelEntry] = []
+    for entry in entries:
+        label, sep, path = entry.partition("=")
+        if not sep:
+            label, path = "", entry
+        if Path(path).expanduser().exists():
+            folder = model_folder(path)
+            label = label or (folder.parent.name if folder.name == "final" else folder.name)
+            path = str(folder)
+        out.append(ModelEntry(label or path.replace("/", "_"), path))
+    labels = [m.label for m in out]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"eval.models has duplicate labels {labels}; name them label=path")
+    return out
+
+
+def provenance(path: str) -> dict[str, Any]:
+    """What the model is, read from its folder: a merge (merge.json) or a training run's final/."""
+    folder = Path(path)
+    info: dict[str, Any] = {"path": path}
+    if (folder / "merge.json").is_file():
+        info["merge"] = json.loads((folder / "merge.json").read_text())
+    summary = folder.parent / "summary.json"
+    if folder.name == "final" and summary.is_file():
+        info["run_dir"] = str(folder.parent)
+        info["domains"] = json.loads(summary.read_text()).get("domains", [])
+    return info
+
+
+def benchmark_domain(name: str) -> str:
+    if name.startswith(MICRO_PREFIX):
+        return name[len(MICRO_PREFIX) :]
+    from tasks.registry import get_task
+
+    return get_task(name).domain
+
+
+def load_benchmark(name: str, limit: int | None, data_dir: str, seed: int) -> list[dict]:
+    """Canonical rows of a shared-data benchmark or a micro-suite held-out set (``micro_<d>``)."""
+    if name.startswith(MICRO_PREFIX):
+        from tasks import micro
+
+        domain = name[len(MICRO_PREFIX) :]
+        if domain not in micro.MICRO_DOMAINS:
+            raise ConfigError(
+                f"eval task {name!r}: no micro-suite generator for {domain!r}; "
+                f"known: {', '.join(MICRO_PREFIX + d for d in micro.MICRO_DOMAINS)}"
+            )
+        return micro.generate(domain, limit or 64, seed=seed, split="heldout")
+    from tasks.registry import load_task_rows
+
+    rows = load_task_rows(name, limit=limit, data_dir=data_dir, seed=seed)
+    if any(r["environment"] for r in rows):
+        raise ConfigError(
+            f"eval task {name!r} holds multi-turn environment episodes; rlvr.evaluate scores "
+            "single-turn completions only"
+        )
+    return rows
+
+
+class Backend(Protocol):
+    def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
+        """Completions per prompt (k, or one when greedy), in input order."""
+
+
+@dataclass
+class TransformersBackend:
+    """Batched, left-padded generation through ``rlvr.generation`` with a progress bar."""
+
+    model: Any
+    tokenizer: Any
+    batch_size: int
+    seed: int
+    desc: str = ""
+
+    def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
+        from tqdm.auto import tqdm
+
+        from rlvr.generation import generate
+
+        per_prompt = 1 if decoding.greedy else decoding.k
+        chunk = max(1, self.batch_size // per_prompt) * 4  # a few batches per progress tick
+        out: list[list[str]] = []
+        bar = tqdm(total=len(prompts), desc=self.desc, unit="prompt", leave=False)
+        for start in range(0, len(prompts), chunk):
+            part = prompts[start : start + chunk]
+            out += generate(
+                self.model, self.tokenizer, part, decoding, self.batch_size, self.seed + start
+            )
+            bar.update(len(part))
+        bar.close()
+        return out
+
+
+@dataclass
+class VllmBackend:
+    """vLLM generation (GPU); imported only when ``eval.backend=vllm``."""
+
+    llm: Any
+    tokenizer: Any
+    seed: int
+
+    @classmethod
+    def load(cls, path: str, dtype: str, seed: int) -> VllmBackend:
+        from vllm import LLM
+
+        llm = LLM(model=path, dtype=dtype if dtype != "float32" else "auto", seed=seed)
+        return cls(llm, llm.get_tokenizer(), seed)
+
+    def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
+        from vllm import SamplingParams
+
+        from rlvr.generation import render_prompts
+
+        params = SamplingParams(
+            n=1 if decoding.greedy else decoding.k,
+            temperature=0.0 if decoding.greedy else decoding.temperature,
+            top_p=1.0 if decoding.greedy else decoding.top_p,
+            max_tokens=decoding.max_new_tokens,
+            seed=self.seed,
+        )
+        outputs = self.llm.generate(render_prompts(self.tokenizer, prompts), params)
+        return [[o.text for o in out.outputs] for out in outputs]
+
+
+def summarise(rows: Sequence[dict], sampled: list, greedy: list | None, k: int) -> dict[str, Any]:
+    """Avg@k (mean score), unbiased pass@j for j = 1, 2, 4, .. k, greedy accuracy, statuses."""
+    n = len(rows)
+    correct = [sum(v.is_correct for v in vs) for vs in sampled]
+    js = sorted({1, k} | {2**i for i in range(k.bit_length()) if 2**i <= k})
+    out: dict[str, Any] = {
+        "prompts": n,
+        "k": k,
+        "avg_at_k": sum(sum(v.score for v in vs) / len(vs) for vs in sampled) / n if n else 0.0,
+        "pass_at": {str(j): sum(pass_at_k(k, c, j) for c in correct) / n if n else 0.0 for j in js},
+        "status_counts": dict(Counter(v.status.value for vs in sampled for v in vs)),
+    }
+    out["pass_at_k"] = out["pass_at"][str(k)]
+    out["pass_at_1"] = out["pass_at"]["1"]
+    if greedy is not None:
+        out["greedy_accuracy"] = sum(vs[0].score for vs in greedy) / n if n else 0.0
+    return out
+
+
+def sample_records(
+    label: str, bench: str, rows: Sequence[dict], completions: list, verdicts: list, mode: str
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "model": label,
+            "benchmark": bench,
+            "id": row["id"],
+            "mode": mode,
+            "sample": i,
+            "completion": text,
+            "status": v.status.value,
+            "score": v.score,
+            "extracted": v.extracted,
+        }
+        for row, texts, vs in zip(rows, completions, verdicts, strict=True)
+        for i, (text, v) in enumerate(zip(texts, vs, strict=True))
+    ]
+
+
+def evaluate_benchmark(
+    backend: Backend,
+    label: str,
+    bench: str,
+    rows: list[dict],
+    decoding: Decoding,
+    scorer: Scorer,
+    with_greedy: bool,
+) -> tuple[list[dict], dict[str, Any]]:
+    """Per-sample records and the summary of one model on one benchmark."""
+    started = time.perf_counter()
+    prompts = [r["prompt"] for r in rows]
+    sampled = backend.generate(prompts, decoding)
+    greedy = None
+    if with_greedy:
+        greedy = backend.generate(
+            prompts, Decoding(greedy=True, max_new_tokens=decoding.max_new_tokens)
+        )
+    generation_s = time.perf_counter() - started
+    sampled_v = score_completions(rows, sampled, scorer)
+    greedy_v = score_completions(rows, greedy, scorer) if greedy is not None else None
+    records = sample_records(label, bench, rows, sampled, sampled_v, "sample")
+    if greedy is not None:
+        records += sample_records(label, bench, rows, greedy, greedy_v, "greedy")
+    summary = {
+        "model": label,
+        "benchmark": bench,
+        "domain": benchmark_domain(bench),
+        **summarise(rows, sampled_v, greedy_v, decoding.k),
+        "generation_s": generation_s,
+        "samples_per_s": len(records) / generation_s if generation_s > 0 else 0.0,
+        "seconds": time.perf_counter() - started,
+        "decoding": vars(decoding).copy(),
+    }
+    return records, summary
+
+
+def write_results(folder: Path, bench: str, records: list[dict], summary: dict) -> None:
+    """JSONL first, summary last (its presence marks the pair finished), both atomically."""
+    from rlvr.runs import write_json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{bench}.jsonl.tmp"
+    with tmp.open("w") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec) + "\n")
+    tmp.replace(folder / f"{bench}.jsonl")
+    write_json(folder / f"{bench}.json", summary)
+
+
+def study_dir(run: RunConfig) -> Path:
+    return Path(run.eval.out_dir or Path(run.paths.output_root) / run.experiment)
+
+
+def make_eval_scorer(run: RunConfig) -> Scorer:
+    """The training scorer (same verifiers, options and reasoning format) with eval's pool size."""
+    from rlvr.scoring import build_scorer
+    from rlvr.stages import verifier_options
+    from verifiers import ReasoningFormat
+
+    options = verifier_options(run)
+    options.setdefault("code", {}).setdefault("sandbox", run.sandbox.backend)
+    reasoning = ReasoningFormat(strip_think=run.algo.strip_think, format_gate=run.algo.format_gate)
+    try:
+        return build_scorer(reasoning, options, run.eval.workers, run.eval.timeout_s)
+    except TypeError as exc:  # the pool's constructor changed under build_scorer
+        from rlvr.rewards import sequential_scorer
+
+        log.warning("verifier pool unavailable (%s): scoring in-process", exc)
+        return sequential_scorer(reasoning, options)
+
+
+def _open_backend(run: RunConfig, entry: ModelEntry) -> tuple[Backend, str]:
+    from rlvr.models import load_model, load_tokenizer, resolve_model_path
+
+    path = entry.path
+    if not Path(path).exists():
+        path = resolve_model_path(replace(run.model, name=path), run.paths.cache_dir)
+    if run.eval.backend == "vllm":
+        return VllmBackend.load(path, run.model.dtype, run.eval.seed), path
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = load_model(path, run.model).to(device)
+    tokenizer = load_tokenizer(path, run.model)
+    return TransformersBackend(model, tokenizer, run.eval.batch_size, run.eval.seed), path
+
+
+def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
+    """Every model x every benchmark (skipping finished pairs); returns the study folder."""
+    e = run.eval
+    if not e.models or not e.tasks:
+        raise ConfigError("set eval.models=[label=path,...] and eval.tasks=[gsm8k,micro_math,...]")
+    models = parse_models(e.models)
+    rows = {t: load_benchmark(t, e.max_prompts, run.paths.data_dir, e.seed) for t in e.tasks}
+    decoding = Decoding(e.k, e.temperature, e.top_p, e.max_new_tokens)
+    root = study_dir(run) / "eval"
+    scorer = make_eval_scorer(run)
+    for entry in models:
+        folder = root / entry.label
+        todo = [t for t in e.tasks if not (folder / f"{t}.json").is_file()]
+        if not todo:
+            log.info("%s: every benchmark already evaluated", entry.label)
+            continue
+        backend, path = _open_backend(run, entry)
+        folder.mkdir(parents=True, exist_ok=True)
+        info = {"label": entry.label, **provenance(path)}
+        (folder / MODEL_INFO).write_text(json.dumps(info, indent=2))
+        for bench in todo:
+            if isinstance(backend, TransformersBackend):
+                backend.desc = f"{entry.label}/{bench}"
+            records, summary = evaluate_benchmark(
+                backend, entry.label, bench, rows[bench], decoding, scorer, e.greedy
+            )
+            write_results(folder, bench, records, {**summary, "model_path": path})
+            log.info(
+                "%s %s: avg@%d %.3f pass@%d %.3f (%d prompts)",
+                entry.label, bench, e.k, summary["avg_at_k"], e.k, summary["pass_at_k"],
+                summary["prompts"],
+            )  # fmt: skip
+        del backend
+    return study_dir(run)
+
+
+def main() -> None:
+    from rlvr.cli import hydra_entry
+
+    hydra_entry("eval", evaluate)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""Evaluation on tiny models: per-sample JSONL, summaries consistent with it, pass@k, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from test_merge import tiny_family
+
+from rlvr.config import ConfigError, EvalConfig, LoggerConfig, RunConfig
+from rlvr.evaluate import evaluate, load_benchmark, parse_models, summarise
+from verifiers import Verdict
+
+SHARED = Path(os.environ.get("RLVR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared/data"))
+
+
+def eval_run(out: Path, models: list[str], tasks: list[str], **kw) -> RunConfig:
+    settings = dict(k=3, max_new_tokens=6, max_prompts=3, batch_size=16, workers=1)
+    settings.update(kw)
+    return RunConfig(
+        eval=EvalConfig(models=models, tasks=tasks, out_dir=str(out), **settings),
+        logger=LoggerConfig(name="none", mode="disabled"),
+    )
+
+
+@pytest.fixture(scope="module")
+def family(tmp_path_factory):
+    return tiny_family(tmp_path_factory.mktemp("evalfamily"), 1)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_summary_matches_the_per_sample_records(family, tmp_path):
+    base, (expert,) = family
+    run = eval_run(tmp_path, [f"base={base}", str(expert)], ["micro_math", "micro_science"])
+    study = evaluate(run)
+    for label in ("base", expert.name):
+        info = json.loads((study / "eval" / label / "model.json").read_text())
+        assert info["label"] == label
+        for bench in ("micro_math", "micro_science"):
+            summary = json.loads((study / "eval" / label / f"{bench}.json").read_text())
+            records = read_jsonl(study / "eval" / label / f"{bench}.jsonl")
+            sampled = [r for r in records if r["mode"] == "sample"]
+            greedy = [r for r in records if r["mode"] == "greedy"]
+            assert len(sampled) == 3 * 3 and len(greedy) == 3
+            assert {r["sample"] for r in sampled} == {0, 1, 2}
+            assert summary["avg_at_k"] == pytest.approx(sum(r["score"] for r in sampled) / 9)
+            assert summary["greedy_accuracy"] == pytest.approx(sum(r["score"] for r in greedy) / 3)
+            assert sum(summary["status_counts"].values()) == 9
+            assert summary["domain"] == bench.removeprefix("micro_")
+            assert set(summary["pass_at"]) == {"1", "2", "3"}
+
+
+def test_finished_pairs_are_not_recomputed(family, tmp_path):
+    base, _ = family
+    run = eval_run(tmp_path, [f"b={base}"], ["micro_math", "micro_code"], greedy=False, k=2)
+    evaluate(run)
+    folder = tmp_path / "eval" / "b"
+    stamps = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
+    (folder / "micro_code.json").unlink()
+    evaluate(run)
+    assert (folder / "micro_code.json").is_file()
+    assert (folder / "micro_math.json").stat().st_mtime_ns == stamps["micro_math.json"]
+    assert (folder / "micro_math.jsonl").stat().st_mtime_ns == stamps["micro_math.jsonl"]
+
+
+def _verdicts(pattern: str) -> list[Verdict]:
+    return [Verdict.correct("x") if ch == "1" else Verdict.wrong("y") for ch in pattern]
+
+
+@pytest.mark.parametrize(
+    ("patterns", "expected"),
+    [
+        # per prompt: k=4 samples; unbiased pass@j = 1 - C(n-c, j) / C(n, j), averaged over prompts
+        (["0000", "1100"], {"1": 0.25, "2": (0 + 5 / 6) / 2, "4": 0.5, "avg": 0.25}),
+        (["1111", "1000"], {"1": 0.625, "2": (1 + 0.5) / 2, "4": 1.0, "avg": 0.625}),
+        (["0000", "0000"], {"1": 0.0, "2": 0.0, "4": 0.0, "avg": 0.0}),
+    ],
+)
+def test_avg_and_unbiased_pass_at_k(patterns, expected):
+    rows = [{"id": str(i)} for i in range(len(patterns))]
+    out = summarise(rows, [_verdicts(p) for p in patterns], None, k=4)
+    assert out["avg_at_k"] == pytest.approx(expected["avg"])
+    for j in ("1", "2", "4"):
+        assert out["pass_at"][j] == pytest.approx(expected[j]), j
+    assert out["pass_at_k"] == out["pass_at"]["4"] and "greedy_accuracy" not in out
+
+
+def test_model_labels(family, tmp_path):
+    base, (expert,) = family
+    run = tmp_path / "mathrun"
+    (run / "final").mkdir(parents=True)
+    (run / "final" / "config.json").write_text("{}")
+    entries = parse_models([f"sft={base}", str(run), str(expert)])
+    assert [e.label for e in entries] == ["sft", "mathrun", expert.name]
+    assert entries[1].path == str((run / "final").resolve())
+    with pytest.raises(ConfigError, match="duplicate labels"):
+        parse_models([f"a={base}", f"a={expert}"])
+
+
+def test_bad_benchmarks_fail_before_any_model_loads(tmp_path):
+    with pytest.raises(ConfigError, match="no micro-suite generator"):
+        load_benchmark("micro_chemistry", 2, str(SHARED), 0)
+    with pytest.raises(ConfigError, match="eval.models"):
+        evaluate(eval_run(tmp_path, [], ["micro_math"]))
+
+
+@pytest.mark.skipif(not (SHARED / "math").is_dir(), reason=f"shared data not found at {SHARED}")
+def test_shared_benchmark_rows_load_with_a_limit():
+    rows = load_benchmark("gsm8k", 2, str(SHARED), 0)
+    assert len(rows) == 2 and all(r["domain"] == "math" for r in rows)
