@@ -7,13 +7,15 @@ import os
 from pathlib import Path
 
 import pytest
-from test_merge import tiny_family
+from test_merge import one_torch_thread, tiny_family  # noqa: F401  (autouse fixture)
 
 from rlvr.config import ConfigError, EvalConfig, LoggerConfig, RunConfig
 from rlvr.evaluate import evaluate, load_benchmark, parse_models, summarise
 from verifiers import Verdict
 
-SHARED = Path(os.environ.get("RLVR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared/data"))
+SHARED = Path(
+    os.environ.get("RLVR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared/data")
+)
 
 
 def eval_run(out: Path, models: list[str], tasks: list[str], **kw) -> RunConfig:

@@ -25,6 +25,15 @@ SPEC = TinyModelSpec(
 )
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """Tiny matmuls on a shared 2-core box: extra OpenMP threads only spin (~300x slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def perturbed_copy(base: Path, out: Path, seed: int, scale: float = 0.02) -> Path:
     """The base model with seeded Gaussian noise on every weight, saved as a model folder."""
     model = AutoModelForCausalLM.from_pretrained(base)

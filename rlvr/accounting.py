@@ -1,0 +1,57 @@
+"""Compute accounting: device-seconds of runs and merges, summed (the mixed-vs-separate cost)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def run_cost(run_dir: str | Path) -> dict[str, float] | None:
+    """Device-seconds (and wall seconds) of one training run or merge folder; None if unrecorded."""
+    folder = Path(run_dir)
+    summary = folder / "summary.json"
+    if summary.is_file():
+        compute = json.loads(summary.read_text()).get("compute", {})
+        if "device_seconds" in compute:
+            return {
+                "device_seconds": float(compute["device_seconds"]),
+                "wall_s": float(compute.get("wall_s", compute["device_seconds"])),
+            }
+    merge = folder / "merge.json"
+    if merge.is_file():
+        info = json.loads(merge.read_text())
+        return {"device_seconds": float(info["device_seconds"]), "wall_s": float(info["seconds"])}
+    return None
+
+
+def sum_compute(run_dirs: Iterable[str | Path]) -> dict[str, Any]:
+    """Total device-seconds of a set of runs (e.g. the five experts plus their merge).
+
+    Returns ``{"device_seconds", "wall_s", "device_hours", "runs": {dir: device_seconds},
+    "missing": [dirs with no recorded compute]}``; missing runs count as zero and are logged.
+    """
+    runs: dict[str, float] = {}
+    missing: list[str] = []
+    wall = 0.0
+    for run_dir in run_dirs:
+        cost = run_cost(run_dir)
+        if cost is None:
+            missing.append(str(run_dir))
+            continue
+        runs[str(run_dir)] = cost["device_seconds"]
+        wall += cost["wall_s"]
+    if missing:
+        log.warning("no recorded compute (summary.json/merge.json) in: %s", ", ".join(missing))
+    total = sum(runs.values())
+    return {
+        "device_seconds": total,
+        "wall_s": wall,
+        "device_hours": total / 3600,
+        "runs": runs,
+        "missing": missing,
+    }

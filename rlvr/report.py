@@ -1,0 +1,138 @@
+"""The mix-versus-merge report: tables (Markdown + CSV), plots (PNG) and, optionally, W&B.
+
+python -m rlvr.report experiment=m2rl_tiny            # reads outputs/m2rl_tiny/eval/*
+python -m rlvr.report report.study_dir=outputs/study report.metric=greedy_accuracy
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlvr.config import ConfigError, RunConfig
+from rlvr.report_plots import bar_plot, reward_curves
+from rlvr.report_tables import (
+    ModelResult,
+    Table,
+    cost_table,
+    diff_table,
+    load_results,
+    main_table,
+    merge_table,
+    to_markdown,
+    write_table,
+)
+
+log = logging.getLogger(__name__)
+
+METRICS = ("avg_at_k", "pass_at_k", "pass_at_1", "greedy_accuracy")
+
+
+@dataclass(frozen=True)
+class Report:
+    folder: Path
+    tables: tuple[Table, ...]
+    images: tuple[Path, ...]
+
+
+def build_report(
+    study: Path,
+    metric: str = "avg_at_k",
+    roles: Mapping[str, str] | None = None,
+    runs: Mapping[str, str] | None = None,
+) -> Report:
+    """Read ``<study>/eval`` and the run folders; write everything into ``<study>/report``."""
+    if metric not in METRICS:
+        raise ConfigError(f"report.metric={metric!r}; choose one of {', '.join(METRICS)}")
+    results = load_results(study, roles)
+    if not results:
+        raise ConfigError(
+            f"no evaluation summaries under {study / 'eval'}; run rlvr.evaluate first"
+        )
+    folder = study / "report"
+    tables = (
+        main_table(results, metric),
+        merge_table(results, metric),
+        diff_table(results, metric),
+        cost_table(results, runs or {}, metric),
+    )
+    for table in tables:
+        write_table(table, folder)
+    images = [bar_plot(results, metric, folder / "benchmarks.png")]
+    curves = reward_curves(*_curve_runs(results, runs or {}), folder / "reward_curves.png")
+    images += [curves] if curves else []
+    (folder / "report.md").write_text(_markdown(tables, images))
+    log.info("report written to %s", folder)
+    return Report(folder, tables, tuple(images))
+
+
+def _curve_runs(
+    results: Sequence[ModelResult], extra: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Mixed runs (label -> folder) and single-domain runs (domain -> folder) with metrics."""
+    mixed: dict[str, str] = {}
+    experts: dict[str, str] = {}
+    for r in results:
+        run_dir = extra.get(r.label) or r.info.get("run_dir")
+        if not run_dir or not (Path(run_dir) / "metrics.jsonl").is_file():
+            continue
+        domains = r.info.get("domains") or []
+        if r.role == "mixed":
+            mixed[r.label] = run_dir
+        elif r.role == "expert" and len(domains) == 1:
+            experts[domains[0]] = run_dir
+    return mixed, experts
+
+
+def _markdown(tables: Sequence[Table], images: Sequence[Path]) -> str:
+    parts = ["# Mix versus merge", ""]
+    parts += [to_markdown(t) for t in tables]
+    parts += [f"![{p.stem}]({p.name})" for p in images]
+    return "\n".join(parts) + "\n"
+
+
+def log_to_wandb(run: RunConfig, report: Report) -> None:
+    """Tables and images to W&B (offline unless asked otherwise); no-op when tracking is off."""
+    if run.logger.name != "wandb" or "disabled" in (run.logger.mode, os.environ.get("WANDB_MODE")):
+        return
+    import wandb
+
+    mode = (
+        run.logger.mode
+        if run.logger.mode != "online" or os.environ.get("WANDB_API_KEY")
+        else "offline"
+    )
+    with wandb.init(
+        project=run.logger.project,
+        entity=run.logger.entity,
+        mode=mode,
+        dir=str(report.folder),
+        group=run.experiment,
+        name=f"{run.experiment}-report",
+        job_type="report",
+    ) as wb:
+        for t in report.tables:
+            data = [["" if c is None else c for c in row] for row in t.rows]
+            wb.log({t.name: wandb.Table(columns=list(t.columns), data=data)})
+        wb.log({p.stem: wandb.Image(str(p)) for p in report.images})
+
+
+def report_stage(run: RunConfig, run_dir: Path | None = None) -> Report:
+    c = run.report
+    study = Path(c.study_dir or Path(run.paths.output_root) / run.experiment)
+    report = build_report(study, c.metric, c.roles, c.runs)
+    log_to_wandb(run, report)
+    return report
+
+
+def main() -> None:
+    from rlvr.cli import hydra_entry
+
+    hydra_entry("report", report_stage)
+
+
+if __name__ == "__main__":
+    main()
