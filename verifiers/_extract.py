@@ -29,18 +29,16 @@ class Span:
     kind: str  # "boxed" | "answer_line" | "last_number" | ...
 
 
-def _balanced_group(text: str, open_at: int) -> str | None:
-    """Content of the ``{...}`` group whose ``{`` is at ``open_at``, or None if unbalanced."""
-    depth = 0
-    for i in range(open_at, len(text)):
-        ch = text[i]
+def _closing_braces(text: str) -> dict[int, int]:
+    """Index of each ``{`` -> index of its matching ``}`` (one linear pass; unmatched omitted)."""
+    stack: list[int] = []
+    pairs: dict[int, int] = {}
+    for i, ch in enumerate(text):
         if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return text[open_at + 1 : i]
-    return None
+            stack.append(i)
+        elif ch == "}" and stack:
+            pairs[stack.pop()] = i
+    return pairs
 
 
 def last_boxed(text: str) -> Span | None:
@@ -49,14 +47,15 @@ def last_boxed(text: str) -> Span | None:
         (m.start() for cmd in _BOX_COMMANDS for m in re.finditer(re.escape(cmd), text)),
         reverse=True,
     )
+    if not starts:
+        return None
+    pairs = _closing_braces(text)
     for start in starts:
         brace = start + (6 if text.startswith("\\boxed", start) else 5)
         while brace < len(text) and text[brace] == " ":
             brace += 1
-        if brace < len(text) and text[brace] == "{":
-            content = _balanced_group(text, brace)
-            if content is not None:
-                return Span(content.strip(), start, "boxed")
+        if brace in pairs:
+            return Span(text[brace + 1 : pairs[brace]].strip(), start, "boxed")
     return None
 
 

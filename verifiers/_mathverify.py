@@ -62,13 +62,21 @@ def _scaled(parsed: list[Any], factor: sympy.Rational) -> list[Any]:
 MAX_EXPONENT = 10_000  # 2^{10000} is already 3,011 digits; towers beyond are not answers
 
 
+MAX_FACTORIAL = 1_000
+
+
 def _huge_power(node: Any) -> bool:
-    if not isinstance(node, sympy.Pow) or not (node.base.is_number and node.exp.is_number):
-        return False
-    if node.base in (0, 1, -1):
+    """A numeric power or factorial whose exact value is astronomically large."""
+    if isinstance(node, sympy.factorial) and node.args[0].is_number:
+        size, limit = node.args[0], MAX_FACTORIAL
+    elif isinstance(node, sympy.Pow) and node.base.is_number and node.exp.is_number:
+        if node.base in (0, 1, -1):
+            return False
+        size, limit = node.exp, MAX_EXPONENT
+    else:
         return False
     try:
-        return bool(abs(node.exp.evalf(15)) > MAX_EXPONENT)
+        return bool(abs(size.evalf(15)) > limit)
     except Exception:  # evalf can fail on exotic nodes; be conservative
         return True
 
