@@ -105,7 +105,7 @@ def merge_models(
         lora_merge_cache=str(out.parent / ".lora_merged"),
     )
     run_merge(MergeConfiguration.model_validate(raw), str(staging), options)
-    _copy_tokenizer(base_dir or folders[0], staging)
+    _copy_tokenizer(_tokenizer_source(base_dir, folders), staging)
     (staging / MERGEKIT_YAML).write_text(yaml.safe_dump(raw, sort_keys=False))
     info = {
         "method": method,
@@ -123,6 +123,15 @@ def merge_models(
     staging.rename(out)
     log.info("merged %d models with %s in %.1f s -> %s", len(folders), method, info["seconds"], out)
     return out
+
+
+def _tokenizer_source(base: Path | None, folders: Sequence[Path]) -> Path:
+    """The base model's folder, else the first input (or adapter's base) that has a tokenizer."""
+    adapters = [Path(_mergekit_ref(f, base).partition("+")[0]) for f in folders]
+    for candidate in (base, *folders, *adapters):
+        if candidate is not None and (candidate / "tokenizer_config.json").is_file():
+            return candidate
+    raise ConfigError(f"no tokenizer in the merge inputs {[str(f) for f in folders]}")
 
 
 def _copy_tokenizer(source: Path, target: Path) -> None:

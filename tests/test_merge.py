@@ -148,3 +148,18 @@ def test_model_folder_accepts_run_folders_and_rejects_others(family, tmp_path):
     assert model_folder(experts[0]) == experts[0].resolve()
     with pytest.raises(ConfigError, match="neither a run folder"):
         model_folder(tmp_path / "missing")
+
+
+def test_lora_adapter_is_merged_into_its_base_first(family, tmp_path):
+    peft = pytest.importorskip("peft")
+    base, experts = family
+    model = AutoModelForCausalLM.from_pretrained(base)
+    lora = peft.LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    adapted = peft.get_peft_model(model, lora)
+    adapted.save_pretrained(tmp_path / "adapter")  # adapter only: no config.json
+    adapted.merge_and_unload().save_pretrained(tmp_path / "full")
+    out = merge_models("average", None, [tmp_path / "adapter", experts[0]], None, tmp_path / "m")
+    merged, full, other = weights(out), weights(tmp_path / "full"), weights(experts[0])
+    key = "model.layers.0.self_attn.q_proj.weight"
+    assert not torch.equal(full[key], weights(base)[key])
+    torch.testing.assert_close(merged[key], (full[key] + other[key]) / 2, rtol=1e-5, atol=1e-6)
