@@ -1,0 +1,34 @@
+"""Find the newest checkpoint that was written completely (a half-written one is never picked)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+_CKPT = re.compile(r"^checkpoint-(\d+)$")
+# Files the HF Trainer writes last: trainer_state.json comes after weights, optimizer and RNG.
+_REQUIRED = ("trainer_state.json",)
+
+
+def is_complete(folder: Path) -> bool:
+    if not all((folder / name).exists() for name in _REQUIRED):
+        return False
+    has_weights = (
+        any(folder.glob("*.safetensors"))
+        or any(folder.glob("pytorch_model*.bin"))
+        or (folder / "adapter_model.safetensors").exists()
+    )
+    return has_weights and any(folder.glob("rng_state*.pth"))
+
+
+def latest_complete_checkpoint(root: Path) -> Path | None:
+    if not root.exists():
+        return None
+    found = sorted(
+        ((int(m.group(1)), p) for p in root.iterdir() if (m := _CKPT.match(p.name)) and p.is_dir()),
+        reverse=True,
+    )
+    for _, path in found:
+        if is_complete(path):
+            return path
+    return None

@@ -1,0 +1,311 @@
+"""Typed config schemas, registered with Hydra's ConfigStore, and their validation.
+
+Every entry point composes the YAML tree in ``conf/`` against these dataclasses, converts the
+result to objects once (``to_config``) and validates it before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+from tasks.schema import DOMAINS
+
+
+class ConfigError(ValueError):
+    """A config value that cannot work; the message names the key, the value and the fix."""
+
+
+@dataclass
+class TinySpecConfig:
+    hidden_size: int = 192
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 2
+    intermediate_size: int = 512
+    max_position_embeddings: int = 512
+    seed: int = 0
+
+
+@dataclass
+class ModelConfig:
+    name: str = "tiny"  # "tiny" (embedded), a Hub id, or a local folder
+    revision: str | None = None
+    dtype: str = "float32"  # float32 | bfloat16 | float16 | auto
+    attn_implementation: str | None = None
+    trust_remote_code: bool = False
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    tiny: TinySpecConfig = field(default_factory=TinySpecConfig)
+
+
+@dataclass
+class DomainConfig:
+    """One domain's data and scoring; the key in ``domains`` is the domain name."""
+
+    train_tasks: list[str] = field(default_factory=list)
+    eval_tasks: list[str] = field(default_factory=list)
+    weight: float = 1.0  # used by mixture=weighted
+    difficulty: int | None = None  # micro-suite difficulty filter (None: all levels)
+    verifier_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class MixtureConfig:
+    mode: str = "natural"  # natural (proportions follow sizes) | weighted (exact per-step quotas)
+    train_size: int = 2000  # rows drawn per domain from generators; cap for real datasets
+    heldout_size: int = 64  # held-out prompts per domain
+
+
+@dataclass
+class AlgoConfig:
+    name: str = "grpo"
+    loss_type: str = "grpo"
+    learning_rate: float = 3e-5
+    lr_scheduler_type: str = "constant"
+    warmup_steps: int = 0
+    num_generations: int = 8
+    prompts_per_step: int = 4
+    num_iterations: int = 1
+    epsilon: float = 0.2
+    epsilon_high: float | None = None
+    beta: float = 0.0
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_completion_length: int = 48
+    scale_rewards: str = "group"  # group | batch | none
+    importance_sampling_level: str = "token"  # token | sequence (GSPO)
+    mask_truncated_completions: bool = False
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    vllm_importance_sampling_correction: bool = True
+    strip_think: bool = True
+    format_gate: bool = False  # M2RL: no </think> -> score 0
+
+
+@dataclass
+class SFTConfig:
+    enabled: bool = True  # warm start inside rlvr.train when no init checkpoint is given
+    max_steps: int = 600
+    learning_rate: float = 2e-3
+    lr_scheduler_type: str = "cosine"
+    warmup_steps: int = 20
+    batch_size: int = 32
+    examples_per_domain: int = 4000
+    weight_decay: float = 0.0
+    max_length: int = 256
+    datasets: list[str] = field(default_factory=list)  # Hub chat datasets; empty: micro-suite demos
+
+
+@dataclass
+class TrainerConfig:
+    max_steps: int = 40
+    save_steps: int = 20
+    save_total_limit: int = 2
+    logging_steps: int = 1
+    seed: int = 0
+    gradient_accumulation_steps: int = 1
+    gradient_checkpointing: bool = False
+    bf16: bool = False
+    dataloader_num_workers: int = 0
+    use_vllm: bool = False
+    vllm_mode: str = "colocate"  # colocate | server
+    vllm_server_base_url: str | None = None
+    vllm_gpu_memory_utilization: float = 0.3
+    use_cpu: bool = False
+    log_completions: bool = True
+    num_completions_to_print: int = 0
+    max_infra_error_rate: float = 0.05  # abort when verifier/infra errors exceed this share
+    infra_error_min_samples: int = 32
+    verifier_workers: int = 0  # 0: one per core (capped)
+    verifier_timeout_s: float = 10.0
+
+
+@dataclass
+class PeftConfig:
+    enabled: bool = False
+    r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    target_modules: list[str] = field(default_factory=lambda: ["all-linear"])
+
+
+@dataclass
+class EvalConfig:
+    k: int = 8  # samples per prompt (Avg@k, pass@k)
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 64
+    greedy: bool = True  # also report greedy accuracy
+    batch_size: int = 64
+    max_prompts: int | None = None  # per benchmark
+    backend: str = "transformers"  # transformers | vllm
+    tasks: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)  # "label=path" or a path (label: folder name)
+    out_dir: str | None = None  # study folder; None: <paths.output_root>/<experiment>
+    seed: int = 0
+    workers: int = 0  # verifier workers (0: one per core, capped)
+    timeout_s: float = 10.0  # per-verification hard time limit
+
+
+@dataclass
+class MergeConfig:
+    method: str = "ties"
+    params: dict[str, Any] = field(default_factory=dict)
+    base: str | None = None
+    models: list[str] = field(default_factory=list)
+    seed: int = 0
+    dtype: str = "float32"
+    name: str | None = None  # output label; None: the preset/method name
+    out_dir: str | None = None  # None: <paths.output_root>/<experiment>/merges/<name>
+
+
+@dataclass
+class ReportConfig:
+    study_dir: str | None = None  # None: <paths.output_root>/<experiment>
+    metric: str = "avg_at_k"  # avg_at_k | pass_at_k | pass_at_1 | greedy_accuracy
+    runs: dict[str, str] = field(default_factory=dict)  # extra run folders: label -> path
+    roles: dict[str, str] = field(default_factory=dict)  # label -> base|sft|expert|merge|mixed
+
+
+@dataclass
+class LoggerConfig:
+    name: str = "wandb"  # wandb | none
+    project: str = "rlvr"
+    entity: str | None = None
+    mode: str = "offline"  # offline | online | disabled
+
+
+@dataclass
+class PathsConfig:
+    output_root: str = "outputs"
+    cache_dir: str = "~/.cache/rlvr"
+    data_dir: str = "../shared/data"
+
+
+@dataclass
+class SandboxConfig:
+    backend: str = "auto"  # auto | nsjail | bwrap | unshare | rlimit (strongest available first)
+    max_workers: int = 8
+    memory_mb: int = 1024
+    time_limit_s: float = 10.0
+
+
+@dataclass
+class RunConfig:
+    experiment: str = "default"
+    stage: str = "rl"  # rl | sft (which entry point composed this)
+    run_name: str = "default"
+    init_from: str | None = None  # checkpoint folder (e.g. an SFT run) to start from
+    resume: bool = False
+    model: ModelConfig = field(default_factory=ModelConfig)
+    domains: dict[str, DomainConfig] = field(default_factory=dict)
+    mixture: MixtureConfig = field(default_factory=MixtureConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    peft: PeftConfig = field(default_factory=PeftConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    merge: MergeConfig = field(default_factory=MergeConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+
+
+def register_configs() -> None:
+    """Register the root schema so Hydra type-checks every composed config against it."""
+    ConfigStore.instance().store(name="rlvr_schema", node=RunConfig)
+
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "algo.loss_type": ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo"),
+    "algo.scale_rewards": ("group", "batch", "none"),
+    "algo.importance_sampling_level": ("token", "sequence"),
+    "mixture.mode": ("natural", "weighted"),
+    "logger.name": ("wandb", "none"),
+    "logger.mode": ("offline", "online", "disabled"),
+    "trainer.vllm_mode": ("colocate", "server"),
+    "eval.backend": ("transformers", "vllm"),
+    "model.dtype": ("float32", "bfloat16", "float16", "auto"),
+    "sandbox.backend": ("auto", "nsjail", "bwrap", "unshare", "rlimit"),
+}
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+
+
+def to_config(cfg: DictConfig) -> RunConfig:
+    """Convert a composed Hydra config to the typed object and validate it."""
+    run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+    validate(run)
+    return run
+
+
+def validate(run: RunConfig) -> None:
+    """Fail fast, before any model loads, on values that cannot work."""
+    for key, allowed in CHOICES.items():
+        value: Any = run
+        for part in key.split("."):
+            value = getattr(value, part)
+        if value not in allowed:
+            raise ConfigError(f"{key}={value!r} is not valid; choose one of: {', '.join(allowed)}")
+    if not run.domains:
+        raise ConfigError(
+            f"no domains selected; pass e.g. domains=[math]; valid: {', '.join(DOMAINS)}"
+        )
+    for name in run.domains:
+        if name not in DOMAINS:
+            raise ConfigError(f"unknown domain {name!r}; valid domains: {', '.join(DOMAINS)}")
+    _check_positive(run)
+    check_model_source(run.model.name, run.paths.cache_dir)
+    if run.init_from is not None and not Path(run.init_from).expanduser().exists():
+        raise ConfigError(
+            f"init_from={run.init_from!r} does not exist; point it at a finished run's "
+            "checkpoint folder (e.g. outputs/<experiment>/<run>/final) or drop the override"
+        )
+
+
+def _check_positive(run: RunConfig) -> None:
+    checks = {
+        "algo.num_generations": run.algo.num_generations >= 2,
+        "algo.prompts_per_step": run.algo.prompts_per_step >= 1,
+        "algo.learning_rate": run.algo.learning_rate > 0,
+        "algo.max_completion_length": run.algo.max_completion_length > 0,
+        "algo.temperature": run.algo.temperature > 0,
+        "trainer.max_steps": run.trainer.max_steps >= 0,
+        "trainer.max_infra_error_rate": 0 <= run.trainer.max_infra_error_rate <= 1,
+        "eval.k": run.eval.k >= 1,
+        "mixture.heldout_size": run.mixture.heldout_size >= 0,
+    }
+    for key, ok in checks.items():
+        if not ok:
+            raise ConfigError(f"{key} has an impossible value; see conf/ for sensible defaults")
+    if run.mixture.mode == "weighted":
+        bad = {d: c.weight for d, c in run.domains.items() if c.weight < 0}
+        if bad or sum(c.weight for c in run.domains.values()) <= 0:
+            raise ConfigError(
+                f"mixture=weighted needs non-negative weights with a positive sum: {bad}"
+            )
+
+
+def check_model_source(name: str, cache_dir: str) -> None:
+    """The model must be the embedded tiny model, an existing folder, or a Hub id."""
+    if name == "tiny":
+        return
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").exists():
+            raise ConfigError(f"model.name={name!r} is a folder without config.json; not a model")
+        return
+    looks_local = name.startswith((".", "/", "~")) or name.count("/") != 1
+    if looks_local or not _HUB_ID.match(name):
+        raise ConfigError(
+            f"model.name={name!r} is neither an existing folder nor a Hub id (org/name); "
+            "use model=tiny, a conf/model/*.yaml preset, or a path to a saved model"
+        )

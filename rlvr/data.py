@@ -1,0 +1,89 @@
+"""Build the training rows, SFT demonstrations and held-out rows for the selected domains."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from rlvr.config import RunConfig
+
+log = logging.getLogger(__name__)
+
+MICRO_PREFIX = "micro_"
+
+
+@dataclass(frozen=True)
+class DomainData:
+    train: list[dict[str, Any]]
+    heldout: list[dict[str, Any]]
+
+
+def _load(task: str, *, split: str, n: int, seed: int, difficulty: int | None, data_dir: str):
+    if task.startswith(MICRO_PREFIX):
+        from tasks import micro
+
+        domain = task[len(MICRO_PREFIX) :]
+        return micro.generate(domain, n, seed=seed, difficulty=difficulty, split=split)
+    from tasks.registry import load_task_rows
+
+    return load_task_rows(
+        task, split=None if split == "train" else split, limit=n, data_dir=data_dir, seed=seed
+    )
+
+
+def build_domain_data(run: RunConfig) -> dict[str, DomainData]:
+    """Rows per domain: training prompts and held-out prompts that never share an id."""
+    out: dict[str, DomainData] = {}
+    size, held = run.mixture.train_size, run.mixture.heldout_size
+    for domain, dc in run.domains.items():
+        train: list[dict] = []
+        for task in dc.train_tasks:
+            train += _load(
+                task,
+                split="train",
+                n=size,
+                seed=run.trainer.seed,
+                difficulty=dc.difficulty,
+                data_dir=run.paths.data_dir,
+            )
+        heldout: list[dict] = []
+        for task in dc.eval_tasks:
+            heldout += _load(
+                task,
+                split="heldout",
+                n=held,
+                seed=run.trainer.seed + 1,
+                difficulty=dc.difficulty,
+                data_dir=run.paths.data_dir,
+            )
+        train_ids = {r["id"] for r in train}
+        overlap = [r["id"] for r in heldout if r["id"] in train_ids]
+        if overlap:
+            raise RuntimeError(
+                f"{domain}: {len(overlap)} held-out rows also in training, e.g. {overlap[:3]}"
+            )
+        out[domain] = DomainData(train=train, heldout=heldout)
+        log.info("domain %s: %d train rows, %d held-out rows", domain, len(train), len(heldout))
+    return out
+
+
+def sft_examples(run: RunConfig, seed: int) -> list[dict[str, Any]]:
+    """Chat examples (prompt + assistant demonstration) from the micro-suite, per domain."""
+    from tasks import micro
+
+    examples: list[dict[str, Any]] = []
+    n = run.sft.examples_per_domain
+    for domain, dc in run.domains.items():
+        rows = micro.generate(domain, n, seed=seed, difficulty=dc.difficulty, split="train")
+        for row in rows:
+            examples.append(
+                {
+                    "prompt": row["prompt"],
+                    "completion": [{"role": "assistant", "content": micro.demonstration(row)}],
+                    "domain": domain,
+                }
+            )
+    log.info("SFT demonstrations: %s", dict(Counter(e["domain"] for e in examples)))
+    return examples

@@ -1,0 +1,81 @@
+"""Held-out scoring: Avg@k over sampled completions, unbiased pass@k and greedy accuracy."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from math import comb
+from typing import Any
+
+from rlvr.generation import Decoding, generate
+from rlvr.rewards import Scorer
+
+log = logging.getLogger(__name__)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k estimator (Chen et al. 2021) from n samples with c correct."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def score_completions(rows: Sequence[dict], completions: Sequence[Sequence[str]], scorer: Scorer):
+    items = [
+        (c, json.loads(r["reference"]), r["verifier"])
+        for r, cs in zip(rows, completions, strict=True)
+        for c in cs
+    ]
+    verdicts = scorer(items)
+    out, pos = [], 0
+    for cs in completions:
+        out.append(verdicts[pos : pos + len(cs)])
+        pos += len(cs)
+    return out
+
+
+def evaluate_rows(
+    model,
+    tokenizer,
+    rows: Sequence[dict],
+    decoding: Decoding,
+    scorer: Scorer,
+    *,
+    with_greedy: bool = True,
+    batch_size: int = 64,
+    seed: int = 0,
+) -> dict[str, dict[str, float]]:
+    """Per-domain metrics on held-out rows: avg@k, pass@k, greedy accuracy, sample counts."""
+    sampled = generate(model, tokenizer, [r["prompt"] for r in rows], decoding, batch_size, seed)
+    sampled_verdicts = score_completions(rows, sampled, scorer)
+    greedy_verdicts = None
+    if with_greedy:
+        greedy = generate(
+            model,
+            tokenizer,
+            [r["prompt"] for r in rows],
+            Decoding(greedy=True, max_new_tokens=decoding.max_new_tokens),
+            batch_size,
+            seed,
+        )
+        greedy_verdicts = score_completions(rows, greedy, scorer)
+    per_domain: dict[str, list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        per_domain[r["domain"]].append(i)
+    metrics: dict[str, dict[str, float]] = {}
+    for domain, idx in per_domain.items():
+        scores = [[v.score for v in sampled_verdicts[i]] for i in idx]
+        correct = [sum(v.is_correct for v in sampled_verdicts[i]) for i in idx]
+        m: dict[str, Any] = {
+            "prompts": len(idx),
+            "k": decoding.k,
+            "avg_at_k": sum(sum(s) / len(s) for s in scores) / len(idx),
+            "pass_at_k": sum(pass_at_k(decoding.k, c, decoding.k) for c in correct) / len(idx),
+            "pass_at_1": sum(c / decoding.k for c in correct) / len(idx),
+        }
+        if greedy_verdicts is not None:
+            m["greedy_accuracy"] = sum(greedy_verdicts[i][0].score for i in idx) / len(idx)
+        metrics[domain] = m
+    return metrics

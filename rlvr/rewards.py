@@ -1,0 +1,195 @@
+"""The reward bridge: one TRL reward function per domain, backed by the verifier registry.
+
+Each ``reward_<domain>`` returns the verifier's score for rows of its domain and ``None`` for
+the others, so TRL logs ``rewards/reward_<domain>/mean`` per domain and a mixed run and a
+single-domain run share this code. Verifier infrastructure errors are counted per domain and
+abort the run above a configured rate; they are never scored 0 and never returned as ``None``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from verifiers import ReasoningFormat, Status, Verdict, as_text
+
+log = logging.getLogger(__name__)
+
+Scorer = Callable[[list[tuple[str, dict, str]]], list[Verdict]]
+
+
+class VerifierInfrastructureError(RuntimeError):
+    """Too many verifier/infrastructure failures: results would be silently wrong."""
+
+
+@dataclass
+class ErrorBudget:
+    """Counts infrastructure errors per domain; raises once the rate passes the limit."""
+
+    max_rate: float
+    min_samples: int
+    seen: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    def record(self, domain: str, verdicts: Sequence[Verdict]) -> None:
+        self.seen[domain] += len(verdicts)
+        bad = [v for v in verdicts if v.status is Status.ERROR]
+        self.errors[domain] += len(bad)
+        if bad:
+            log.warning(
+                "%s: %d verifier errors in batch, e.g. %s", domain, len(bad), bad[0].details
+            )
+        seen, errors = self.seen[domain], self.errors[domain]
+        if seen >= self.min_samples and errors / seen > self.max_rate:
+            raise VerifierInfrastructureError(
+                f"{domain}: {errors}/{seen} verifications failed inside the verifier "
+                f"(rate {errors / seen:.1%} > trainer.max_infra_error_rate={self.max_rate}); "
+                f"last error: {bad[-1].details if bad else 'n/a'}. Fix the verifier or its backend "
+                "(e.g. sandbox) before training on these rewards."
+            )
+
+
+@dataclass
+class StepTimer:
+    """Seconds spent scoring, accumulated between log steps (compute accounting)."""
+
+    reward_s: float = 0.0
+
+
+def group_zero_variance_fraction(ids: Sequence[str], scores: Sequence[float]) -> float:
+    """Share of prompt groups (same id) whose completions all got the same score."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for i, s in zip(ids, scores, strict=True):
+        groups[i].append(s)
+    full = [g for g in groups.values() if len(g) > 1]
+    return sum(max(g) == min(g) for g in full) / len(full) if full else 0.0
+
+
+def domain_metrics(
+    domain: str, verdicts: Sequence[Verdict], lengths: Sequence[int], ids: Sequence[str]
+) -> dict[str, float]:
+    n = len(verdicts)
+    count = lambda status: sum(v.status is status for v in verdicts)  # noqa: E731
+    scores = [v.score for v in verdicts]
+    return {
+        f"{domain}/count": float(n),
+        f"{domain}/reward_mean": sum(scores) / n,
+        f"{domain}/pass_rate": count(Status.CORRECT) / n,
+        f"{domain}/format_error_rate": count(Status.FORMAT_ERROR) / n,
+        f"{domain}/timeout_rate": count(Status.TIMEOUT) / n,
+        f"{domain}/verifier_error_rate": count(Status.ERROR) / n,
+        f"{domain}/completion_length": sum(lengths) / n,
+        f"{domain}/zero_variance_group_frac": group_zero_variance_fraction(ids, scores),
+    }
+
+
+class CompletionTable:
+    """Collects one batch's verdicts across the domain functions; the last one emits a single
+    set of columns (domain, verifier, status, extracted, score) to TRL's completions table."""
+
+    COLUMNS = ("domain", "verifier", "status", "extracted", "score")
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list[Any]] = {}
+
+    def fill(
+        self, n: int, rows: list[int], verdicts: Sequence[Verdict], kwargs: dict[str, Any]
+    ) -> None:
+        if not self.columns or len(self.columns["status"]) != n:
+            self.columns = {c: [None] * n for c in self.COLUMNS}
+        for i, v in zip(rows, verdicts, strict=True):
+            self.columns["domain"][i] = kwargs["domain"][i]
+            self.columns["verifier"][i] = kwargs["verifier"][i]
+            self.columns["status"][i] = v.status.value
+            self.columns["extracted"][i] = v.extracted
+            self.columns["score"][i] = v.score
+
+    def flush(self, log_extra: Callable[[str, list], None] | None) -> None:
+        if log_extra is not None and self.columns:
+            for name, values in self.columns.items():
+                log_extra(name, values)
+        self.columns = {}
+
+
+def make_domain_reward(
+    domain: str,
+    scorer: Scorer,
+    budget: ErrorBudget,
+    timer: StepTimer,
+    table: CompletionTable,
+    emits_table: bool,
+) -> Callable[..., list[float | None]]:
+    """TRL reward function for one domain (its ``__name__`` is ``reward_<domain>``)."""
+
+    def reward(prompts, completions, **kwargs) -> list[float | None]:
+        rows = [i for i, d in enumerate(kwargs["domain"]) if d == domain]
+        out: list[float | None] = [None] * len(completions)
+        if rows:
+            start = time.perf_counter()
+            items = [
+                (as_text(completions[i]), json.loads(kwargs["reference"][i]), kwargs["verifier"][i])
+                for i in rows
+            ]
+            verdicts = scorer(items)
+            timer.reward_s += time.perf_counter() - start
+            budget.record(domain, verdicts)  # raises above the error rate: nothing is scored as 0
+            for i, v in zip(rows, verdicts, strict=True):
+                out[i] = v.score
+            _log_metrics(domain, rows, verdicts, kwargs)
+            table.fill(len(completions), rows, verdicts, kwargs)
+        if emits_table:
+            table.flush(kwargs.get("log_extra"))
+        return out
+
+    reward.__name__ = f"reward_{domain}"
+    return reward
+
+
+def _log_metrics(
+    domain: str, rows: list[int], verdicts: Sequence[Verdict], kwargs: dict[str, Any]
+) -> None:
+    """Per-domain metrics through TRL's reward-side ``log_metric`` hook."""
+    log_metric = kwargs.get("log_metric")
+    if log_metric is None:
+        return
+    completion_ids = kwargs.get("completion_ids") or []
+    lengths = [len(completion_ids[i]) for i in rows] if completion_ids else [0] * len(rows)
+    ids = [kwargs["id"][i] for i in rows] if "id" in kwargs else [str(i) for i in rows]
+    for name, value in domain_metrics(domain, verdicts, lengths, ids).items():
+        log_metric(name, value)
+
+
+def build_reward_functions(
+    domains: Sequence[str], scorer: Scorer, budget: ErrorBudget, timer: StepTimer
+):
+    table = CompletionTable()
+    last = len(domains) - 1
+    return [
+        make_domain_reward(d, scorer, budget, timer, table, i == last)
+        for i, d in enumerate(domains)
+    ]
+
+
+def sequential_scorer(
+    reasoning: ReasoningFormat, options: dict[str, dict[str, Any]] | None = None
+) -> Scorer:
+    """In-process scorer (no worker pool); used when a pool is unavailable or for tests."""
+    from verifiers import get_verifier, verify
+
+    options = options or {}
+    cache: dict[str, Any] = {}
+
+    def score(items: list[tuple[str, dict, str]]) -> list[Verdict]:
+        out = []
+        for completion, reference, name in items:
+            if name not in cache:
+                cache[name] = get_verifier(name, **options.get(name, {}))
+            out.append(verify(completion, reference, cache[name], reasoning))
+        return out
+
+    return score

@@ -1,0 +1,131 @@
+"""Run folders: resolved config, tracking set-up, per-step metrics and the final summary."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+from transformers import TrainerCallback
+
+from rlvr.config import RunConfig
+
+log = logging.getLogger(__name__)
+
+
+def is_main_process() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def prepare_run_dir(run: RunConfig, run_dir: Path) -> Path:
+    """Create the run folder and write the resolved config (rank 0)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if is_main_process():
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(run)))
+    return run_dir
+
+
+def configure_tracking(run: RunConfig, run_dir: Path) -> None:
+    """W&B through environment variables that transformers' callback reads; never a login."""
+    if run.logger.name != "wandb":
+        os.environ["WANDB_MODE"] = "disabled"
+        return
+    if os.environ.get("WANDB_MODE") != "disabled":  # tests force disabled; respect it
+        mode = run.logger.mode
+        if mode == "online" and not os.environ.get("WANDB_API_KEY"):
+            log.warning("logger.mode=online but WANDB_API_KEY is unset: logging offline instead")
+            mode = "offline"
+        os.environ["WANDB_MODE"] = mode
+    os.environ["WANDB_PROJECT"] = run.logger.project
+    if run.logger.entity:
+        os.environ["WANDB_ENTITY"] = run.logger.entity
+    os.environ["WANDB_RUN_GROUP"] = run.experiment
+    os.environ["WANDB_TAGS"] = ",".join(sorted(run.domains))
+    os.environ["WANDB_DIR"] = str(run_dir)
+    os.environ.setdefault("WANDB_SILENT", "true")
+
+
+@dataclass
+class StepClock:
+    """Wall time per step and its split (generation, reward, update) for compute accounting."""
+
+    start: float = field(default_factory=time.perf_counter)
+    step_start: float = 0.0
+    last_generation: float = 0.0
+    last_reward: float = 0.0
+
+
+class MetricsFileCallback(TrainerCallback):
+    """Appends every logged dict to ``metrics.jsonl`` and adds step timings (rank 0)."""
+
+    def __init__(self, path: Path, trainer_ref: dict[str, Any], reward_timer) -> None:
+        self.path = path
+        self.trainer_ref = trainer_ref  # filled after the trainer exists
+        self.reward_timer = reward_timer
+        self.clock = StepClock()
+        self.pending: dict[str, float] = {}
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.clock.step_start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        trainer = self.trainer_ref.get("trainer")
+        step_s = time.perf_counter() - self.clock.step_start
+        gen_total = getattr(trainer, "generation_seconds", 0.0)
+        gen_s = gen_total - self.clock.last_generation
+        reward_s = self.reward_timer.reward_s - self.clock.last_reward
+        self.clock.last_generation, self.clock.last_reward = gen_total, self.reward_timer.reward_s
+        self.pending = {
+            "time/step_s": step_s,
+            "time/generation_s": gen_s,
+            "time/reward_s": reward_s,
+            "time/update_s": max(step_s - gen_s - reward_s, 0.0),
+        }
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or logs is None:
+            return
+        record = {"step": state.global_step, **logs, **self.pending}
+        length = logs.get("completions/mean_length")
+        if length is not None and self.pending.get("time/generation_s"):
+            batch = args.generation_batch_size if hasattr(args, "generation_batch_size") else 0
+            record["time/tokens_per_s"] = length * (batch or 0) / self.pending["time/generation_s"]
+        with self.path.open("a") as f:
+            f.write(json.dumps(record, default=float) + "\n")
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def device_seconds(wall_s: float) -> dict[str, float]:
+    """Processes x wall time, plus GPU-hours when the processes hold GPUs."""
+    procs = int(os.environ.get("WORLD_SIZE", "1"))
+    out = {"processes": procs, "wall_s": wall_s, "device_seconds": procs * wall_s}
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            out["gpu_hours"] = procs * wall_s / 3600
+    except ImportError:
+        pass
+    return out
+
+
+def write_json(path: Path, payload: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, default=_jsonable))
+    tmp.replace(path)
+
+
+def _jsonable(obj: Any) -> Any:
+    if hasattr(obj, "__dataclass_fields__"):
+        return asdict(obj)
+    return str(obj)

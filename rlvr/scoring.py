@@ -1,0 +1,66 @@
+"""Batch scoring for training and evaluation: the verifier worker pool behind a plain callable."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from rlvr.rewards import Scorer
+from verifiers import ReasoningFormat, Verdict, Verifier, get_verifier, verify
+from verifiers.pool import VerifierPool
+
+log = logging.getLogger(__name__)
+
+
+class VerifierCache:
+    """Configured verifier objects by name; objects (not names) travel to the workers, so
+    verifiers registered outside ``verifiers`` (e.g. environment replays) need no import there."""
+
+    def __init__(self, options: dict[str, dict[str, Any]]) -> None:
+        self.options = options
+        self.built: dict[str, Verifier] = {}
+
+    def __call__(self, name: str) -> Verifier:
+        if name not in self.built:
+            if name == "workplace":  # registered by the environments package (tasks -> verifiers)
+                import tasks.environments  # noqa: F401
+            self.built[name] = get_verifier(name, **self.options.get(name, {}))
+        return self.built[name]
+
+
+def self_isolating(verifier: Verifier) -> bool:
+    """Verifiers that run untrusted code in their own sandbox pool (e.g. ``code``) are called
+    from this process: nesting them inside verifier workers would multiply sandbox pools."""
+    return hasattr(verifier, "verify_many")
+
+
+def build_scorer(
+    reasoning: ReasoningFormat, options: dict[str, dict[str, Any]], workers: int, timeout_s: float
+) -> Scorer:
+    """A scorer that runs every item through the warm worker pool with a hard time limit."""
+    pool = VerifierPool(workers or None, timeout_s=timeout_s, reasoning=reasoning)
+    atexit.register(pool.close)
+    verifier_for = VerifierCache(options)
+
+    def score(items: list[tuple[str, dict, str]]) -> list[Verdict]:
+        results: list[Verdict | None] = [None] * len(items)
+        pooled, isolated = [], []
+        for i, (_, _, name) in enumerate(items):
+            (isolated if self_isolating(verifier_for(name)) else pooled).append(i)
+        if pooled:
+            batch = [(items[i][0], items[i][1], verifier_for(items[i][2])) for i in pooled]
+            for i, v in zip(pooled, pool.verify_batch(batch), strict=True):
+                results[i] = v
+        if isolated:
+            with ThreadPoolExecutor(max_workers=8) as threads:
+
+                def run(i):
+                    return verify(items[i][0], items[i][1], verifier_for(items[i][2]), reasoning)
+
+                for i, v in zip(isolated, threads.map(run, isolated), strict=True):
+                    results[i] = v
+        return [v if v is not None else Verdict.error("item was not scored") for v in results]
+
+    return score

@@ -1,0 +1,238 @@
+"""The building blocks the entry points call in sequence: model, data, scorer, SFT, GRPO, eval."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from rlvr.config import RunConfig
+from rlvr.data import DomainData, build_domain_data
+from rlvr.rewards import ErrorBudget, Scorer, StepTimer, build_reward_functions
+from rlvr.runs import MetricsFileCallback, device_seconds, is_main_process, read_metrics, write_json
+
+log = logging.getLogger(__name__)
+
+
+def starting_model(run: RunConfig) -> str:
+    """``init_from`` when given, else the configured base model (tiny: built on first use)."""
+    from rlvr.models import check_hub_model_available, resolve_model_path
+
+    if run.init_from:
+        return str(Path(run.init_from).expanduser().resolve())
+    path = resolve_model_path(run.model, run.paths.cache_dir)
+    check_hub_model_available(path)
+    return path
+
+
+def domain_data(run: RunConfig) -> dict[str, DomainData]:
+    return build_domain_data(run)
+
+
+def verifier_options(run: RunConfig) -> dict[str, dict[str, Any]]:
+    """Per-verifier keyword options from the domain configs (``domains.<d>.verifier_options``)."""
+    options: dict[str, dict[str, Any]] = {}
+    for dc in run.domains.values():
+        for name, opts in dc.verifier_options.items():
+            options.setdefault(name, {}).update(opts)
+    if "code" in run.domains:
+        options.setdefault("code", {}).setdefault("sandbox", run.sandbox.backend)
+    return options
+
+
+def make_scorer(run: RunConfig) -> Scorer:
+    """Batch scorer: the verifier worker pool (hard per-item time limit) for every domain."""
+    from rlvr.scoring import build_scorer
+    from verifiers import ReasoningFormat
+
+    reasoning = ReasoningFormat(strip_think=run.algo.strip_think, format_gate=run.algo.format_gate)
+    return build_scorer(
+        reasoning,
+        verifier_options(run),
+        run.trainer.verifier_workers,
+        run.trainer.verifier_timeout_s,
+    )
+
+
+def warm_start(run: RunConfig, base_path: str, out_dir: Path) -> tuple[str, float]:
+    from rlvr.sft import run_sft
+
+    path, seconds = run_sft(run, base_path, out_dir)
+    return str(path), seconds
+
+
+def heldout_eval(
+    run: RunConfig, model_path: str, data: dict[str, DomainData], scorer: Scorer
+) -> dict[str, Any]:
+    """Avg@k (sampled) and greedy accuracy per domain on held-out rows; rank 0 only."""
+    from accelerate import PartialState
+
+    from rlvr.generation import Decoding
+    from rlvr.heldout import evaluate_rows
+    from rlvr.models import load_model, load_tokenizer
+
+    state = PartialState()
+    metrics: dict[str, Any] = {}
+    rows = [r for d in data.values() for r in d.heldout]
+    if state.is_main_process and rows:
+        e = run.eval
+        decoding = Decoding(
+            k=e.k, temperature=e.temperature, top_p=e.top_p, max_new_tokens=e.max_new_tokens
+        )
+        model = load_model(model_path, run.model).to(state.device)
+        tokenizer = load_tokenizer(model_path, run.model)
+        metrics = evaluate_rows(
+            model,
+            tokenizer,
+            rows,
+            decoding,
+            scorer,
+            with_greedy=e.greedy,
+            batch_size=e.batch_size,
+            seed=run.trainer.seed,
+        )
+        del model
+    state.wait_for_everyone()
+    return metrics
+
+
+def _train_dataset(run: RunConfig, data: dict[str, DomainData]):
+    from datasets import Dataset
+
+    rows = [r for d in data.values() for r in d.train]
+    return Dataset.from_list(rows)
+
+
+def _sampler_factory(run: RunConfig, dataset):
+    """The mixture sampler over the concatenated dataset, keeping TRL's GRPO grouping."""
+    try:
+        from rlvr.mixture import MixtureSampler
+    except ImportError:
+        return None
+
+    domains = dataset["domain"]
+    weights = (
+        {d: c.weight for d, c in run.domains.items()} if run.mixture.mode == "weighted" else None
+    )
+
+    def factory(mini_repeat_count: int, batch_size: int, repeat_count: int):
+        return MixtureSampler(
+            domains=domains,
+            mini_repeat_count=mini_repeat_count,
+            batch_size=batch_size,
+            repeat_count=repeat_count,
+            weights=weights,
+            seed=run.trainer.seed,
+        )
+
+    return factory
+
+
+def grpo(
+    run: RunConfig, start_path: str, data: dict[str, DomainData], scorer: Scorer, run_dir: Path
+):
+    """TRL GRPO from ``start_path``; returns (final model folder, run facts)."""
+    import time
+
+    from rlvr.grpo import RLVRGRPOTrainer, build_grpo_config
+    from rlvr.models import load_tokenizer
+
+    started = time.perf_counter()
+    budget = ErrorBudget(run.trainer.max_infra_error_rate, run.trainer.infra_error_min_samples)
+    timer = StepTimer()
+    dataset = _train_dataset(run, data)
+    trainer_ref: dict[str, Any] = {}
+    metrics_cb = MetricsFileCallback(run_dir / "metrics.jsonl", trainer_ref, timer)
+    trainer = RLVRGRPOTrainer(
+        model=start_path,
+        reward_funcs=build_reward_functions(sorted(run.domains), scorer, budget, timer),
+        args=build_grpo_config(run, run_dir / "checkpoints"),
+        train_dataset=dataset,
+        processing_class=load_tokenizer(start_path, run.model),
+        peft_config=_peft_config(run),
+        callbacks=[metrics_cb],
+        sampler_factory=_sampler_factory(run, dataset),
+    )
+    trainer_ref["trainer"] = trainer
+    trainer.train(resume_from_checkpoint=_resume_checkpoint(run, run_dir))
+    final = run_dir / "final"
+    _save_final(trainer, final, run)
+    facts = {
+        "steps": trainer.state.global_step,
+        "seconds": time.perf_counter() - started,
+        "generation_s": trainer.generation_seconds,
+        "reward_s": timer.reward_s,
+        "infra_errors": dict(budget.errors),
+        "verifications": dict(budget.seen),
+    }
+    return str(final), facts
+
+
+def _peft_config(run: RunConfig):
+    if not run.peft.enabled:
+        return None
+    from peft import LoraConfig
+
+    p = run.peft
+    modules = p.target_modules[0] if p.target_modules == ["all-linear"] else list(p.target_modules)
+    return LoraConfig(
+        r=p.r,
+        lora_alpha=p.lora_alpha,
+        lora_dropout=p.lora_dropout,
+        target_modules=modules,
+        task_type="CAUSAL_LM",
+    )
+
+
+def _resume_checkpoint(run: RunConfig, run_dir: Path) -> str | bool | None:
+    if not run.resume:
+        return None
+    from rlvr.checkpoints import latest_complete_checkpoint
+
+    ckpt = latest_complete_checkpoint(run_dir / "checkpoints")
+    if ckpt is None:
+        log.warning("resume=true but no complete checkpoint in %s: starting from scratch", run_dir)
+        return None
+    log.info("resuming from %s", ckpt)
+    return str(ckpt)
+
+
+def _save_final(trainer, final: Path, run: RunConfig) -> None:
+    """Full weights in ``final/`` (LoRA adapters merged into the base first)."""
+    model = trainer.model
+    if run.peft.enabled and is_main_process():
+        merged = trainer.accelerator.unwrap_model(model).merge_and_unload()
+        merged.save_pretrained(str(final))
+    else:
+        trainer.save_model(str(final))
+    if is_main_process():
+        trainer.processing_class.save_pretrained(str(final))
+    trainer.accelerator.wait_for_everyone()
+
+
+def summarise(
+    run: RunConfig, run_dir: Path, evals: dict, rl: dict, sft_seconds: float, total_s: float
+) -> dict:
+    summary = {
+        "experiment": run.experiment,
+        "run_name": run.run_name,
+        "run_dir": str(run_dir.resolve()),
+        "domains": sorted(run.domains),
+        "model": run.model.name,
+        "heldout": evals,
+        "rl": rl,
+        "sft_seconds": sft_seconds,
+        "total_seconds": total_s,
+        "compute": device_seconds(total_s),
+        "last_metrics": (read_metrics(run_dir / "metrics.jsonl") or [{}])[-1],
+    }
+    if is_main_process():
+        write_json(run_dir / "summary.json", summary)
+    return summary
+
+
+def report(summary: dict) -> None:
+    from rlvr.summary import format_summary
+
+    if is_main_process():
+        log.info("\n%s", format_summary(summary))
