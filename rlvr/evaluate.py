@@ -123,13 +123,20 @@ class TransformersBackend:
 
         per_prompt = 1 if decoding.greedy else decoding.k
         chunk = max(1, self.batch_size // per_prompt) * 4  # a few batches per progress tick
-        out: list[list[str]] = []
+        # similar lengths share a chunk (less padding); results go back to input order
+        order = sorted(
+            range(len(prompts)), key=lambda i: sum(len(m.get("content") or "") for m in prompts[i])
+        )
+        out: list[list[str]] = [[] for _ in prompts]
         bar = tqdm(total=len(prompts), desc=self.desc, unit="prompt", leave=False)
-        for start in range(0, len(prompts), chunk):
-            part = prompts[start : start + chunk]
-            out += generate(
+        for start in range(0, len(order), chunk):
+            idx = order[start : start + chunk]
+            part = [prompts[i] for i in idx]
+            texts = generate(
                 self.model, self.tokenizer, part, decoding, self.batch_size, self.seed + start
             )
+            for i, t in zip(idx, texts, strict=True):
+                out[i] = t
             bar.update(len(part))
         bar.close()
         return out

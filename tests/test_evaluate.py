@@ -115,3 +115,18 @@ def test_bad_benchmarks_fail_before_any_model_loads(tmp_path):
 def test_shared_benchmark_rows_load_with_a_limit():
     rows = load_benchmark("gsm8k", 2, str(SHARED), 0)
     assert len(rows) == 2 and all(r["domain"] == "math" for r in rows)
+
+
+def test_backend_returns_completions_in_input_order(family):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rlvr.evaluate import TransformersBackend
+    from rlvr.generation import Decoding, generate
+
+    base, _ = family
+    model, tok = AutoModelForCausalLM.from_pretrained(base), AutoTokenizer.from_pretrained(base)
+    prompts = [[{"role": "user", "content": "x" * n}] for n in (9, 1, 30, 4, 17)]
+    greedy = Decoding(greedy=True, max_new_tokens=5)
+    batched = TransformersBackend(model, tok, batch_size=1, seed=0).generate(prompts, greedy)
+    alone = [generate(model, tok, [p], greedy)[0] for p in prompts]
+    assert batched == alone
