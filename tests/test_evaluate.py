@@ -130,3 +130,23 @@ def test_backend_returns_completions_in_input_order(family):
     batched = TransformersBackend(model, tok, batch_size=1, seed=0).generate(prompts, greedy)
     alone = [generate(model, tok, [p], greedy)[0] for p in prompts]
     assert batched == alone
+
+
+@pytest.mark.parametrize("preset", ["micro", "benchmarks"])
+def test_eval_presets_compose_and_name_known_tasks(preset):
+    from hydra import compose, initialize_config_dir
+
+    from rlvr.cli import CONF_DIR, register_resolvers
+    from rlvr.config import register_configs, to_config
+    from rlvr.evaluate import benchmark_domain
+
+    register_configs()
+    register_resolvers()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("train", overrides=[f"eval={preset}", "logger=none"])
+    cfg.run_name = "compose-test"
+    run = to_config(cfg)
+    assert run.eval.tasks
+    assert {benchmark_domain(t) for t in run.eval.tasks} <= {
+        "math", "code", "science", "instruction", "agent"
+    }  # fmt: skip

@@ -153,3 +153,20 @@ def test_report_cli_rewrites_the_tables(study):
     assert "pass_at_k" in (study / "report" / "main_table.md").read_text()
     with pytest.raises(ConfigError, match="report.metric"):
         build_report(study, metric="nope")
+
+
+@pytest.mark.slow
+def test_wandb_offline_logs_tables_and_images(study, monkeypatch):
+    pytest.importorskip("wandb")
+    from rlvr.config import ReportConfig
+    from rlvr.report import report_stage
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    run = RunConfig(
+        logger=LoggerConfig(name="wandb", mode="offline"),
+        report=ReportConfig(study_dir=str(study)),
+    )
+    report_stage(run)
+    runs = list((study / "report" / "wandb").glob("offline-run-*/*.wandb"))
+    assert runs and runs[0].stat().st_size > 0
