@@ -300,6 +300,17 @@ def _open_backend(run: RunConfig, entry: ModelEntry) -> tuple[Backend, str]:
     return TransformersBackend(model, tokenizer, run.eval.batch_size, run.eval.seed), path
 
 
+def _free_memory() -> None:
+    """Release the last model before the next one loads (GPU memory is the limit there)."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
     """Every model x every benchmark (skipping finished pairs); returns the study folder."""
     e = run.eval
@@ -333,6 +344,7 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
                 summary["prompts"],
             )  # fmt: skip
         del backend
+        _free_memory()
     return study_dir(run)
 
 
