@@ -51,8 +51,8 @@ def _serve(inbox: Connection, outbox: Connection) -> None:
         message = inbox.recv()
         if message is None:
             return
-        index, payload = message
-        outbox.send((index, grade(payload)))
+        for index, payload in message:  # a chunk; one reply per item, in order
+            outbox.send((index, grade(payload)))
 
 
 def main(argv: list[str]) -> None:

@@ -36,6 +36,7 @@ MAX_WORKERS = 8
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MEMORY_MB = 4096  # per worker; a runaway sympy expansion must not take the machine
 START_TIMEOUT_S = 120.0  # a cold interpreter importing sympy on a loaded machine
+MAX_CHUNK = 32  # items per message to a worker
 MAX_START_FAILURES = 3  # consecutive: a broken environment, not bad luck
 
 Item = tuple[Any, Mapping[str, Any], "str | Verifier"]
@@ -69,14 +70,26 @@ class _Worker:
         self.outbox.send(config)
         self.ready = False
         self.started = time.monotonic()
-        self.index: int | None = None  # item in flight
+        self.inflight: deque[tuple[int, bytes]] = deque()  # sent, not yet answered
         self.deadline = 0.0
         self.limit = 0.0
 
-    def submit(self, index: int, payload: bytes, timeout_s: float) -> None:
-        self.outbox.send((index, payload))
-        self.index, self.limit = index, timeout_s
+    @property
+    def busy(self) -> bool:
+        return bool(self.inflight)
+
+    def submit(self, chunk: list[tuple[int, bytes]], timeout_s: float) -> None:
+        """Send a chunk; the worker answers item by item, each within ``timeout_s``."""
+        self.outbox.send(chunk)
+        self.inflight.extend(chunk)
+        self.limit = timeout_s
         self.deadline = time.monotonic() + timeout_s
+
+    def answered(self, index: int) -> None:
+        head, _ = self.inflight.popleft()
+        if head != index:
+            raise RuntimeError(f"worker answered item {index}, expected {head}")
+        self.deadline = time.monotonic() + self.limit  # the next item's clock starts now
 
     def kill(self) -> None:
         try:
@@ -155,44 +168,68 @@ class VerifierPool:
             except Exception as exc:  # an unpicklable verifier is a setup bug: say which
                 results[i] = Verdict.error(clip(f"item cannot be sent to a worker: {exc!r}"))
         self.start()
-        while pending or any(w.index is not None for w in self._workers):
+        while pending or any(w.busy for w in self._workers):
             self._dispatch(pending, limit)
             self._collect(results, pending)
         return [v if v is not None else Verdict.error("pool lost the item") for v in results]
 
     def _dispatch(self, pending: deque[tuple[int, bytes]], limit: float) -> None:
+        # chunks amortise pipe round trips; small enough that work stays spread out
+        size = max(1, min(MAX_CHUNK, len(pending) // (4 * len(self._workers))))
         for slot, worker in enumerate(self._workers):
-            if pending and worker.ready and worker.index is None:
-                index, payload = pending.popleft()
+            if pending and worker.ready and not worker.busy:
+                chunk = [pending.popleft() for _ in range(min(size, len(pending)))]
                 try:
-                    worker.submit(index, payload, limit)
-                except OSError:  # died while idle: replace it and retry the item
-                    pending.appendleft((index, payload))
+                    worker.submit(chunk, limit)
+                except OSError:  # died while idle: replace it and retry the chunk
+                    pending.extendleft(reversed(chunk))
+                    worker.inflight.clear()
                     self._replace(slot)
 
     def _collect(self, results: list[Verdict | None], pending: deque) -> None:
         now = time.monotonic()
-        busy = [w for w in self._workers if w.index is not None]
-        waits = [w.deadline - now for w in busy] + [1.0]
+        waits = [w.deadline - now for w in self._workers if w.busy] + [1.0]
         ready = wait([w.inbox for w in self._workers], timeout=max(0.0, min(waits)))
         for slot, worker in enumerate(list(self._workers)):
             if worker.inbox in ready:
-                self._receive(slot, worker, results, pending)
-            elif worker.index is not None and time.monotonic() >= worker.deadline:
-                results[worker.index] = Verdict.timeout(f"exceeded {worker.limit:g} s per item")
-                self._replace(slot)
+                self._drain(slot, worker, results, pending)
+            elif worker.busy and time.monotonic() >= worker.deadline:
+                self._fail_head(
+                    slot, results, pending, Verdict.timeout(f"exceeded {worker.limit:g} s per item")
+                )
             elif not worker.ready and time.monotonic() - worker.started > START_TIMEOUT_S:
                 log.error("verifier worker did not start within %.0f s", START_TIMEOUT_S)
                 self._replace(slot)
+
+    def _fail_head(self, slot: int, results: list, pending: deque, verdict: Verdict) -> None:
+        """The item in progress gets ``verdict``; the rest of its chunk goes back in the queue."""
+        worker = self._workers[slot]
+        index, _ = worker.inflight.popleft()
+        results[index] = verdict
+        pending.extendleft(reversed(worker.inflight))
+        worker.inflight.clear()
+        self._replace(slot)
+
+    def _drain(self, slot: int, worker: _Worker, results: list, pending: deque) -> None:
+        """Take every message already waiting from this worker (one wait() per burst)."""
+        while True:
+            self._receive(slot, worker, results, pending)
+            if self._workers[slot] is not worker or not worker.inbox.poll():
+                return
 
     def _receive(self, slot: int, worker: _Worker, results: list, pending: deque) -> None:
         try:
             tag, value = worker.inbox.recv()
         except (EOFError, OSError):
-            code = worker.proc.poll()
-            if worker.index is not None:
-                results[worker.index] = Verdict.error(f"verifier worker died (exit code {code})")
-            elif not worker.ready:
+            try:
+                code = worker.proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                code = None
+            if worker.busy:
+                died = Verdict.error(f"verifier worker died (exit code {code})")
+                self._fail_head(slot, results, pending, died)
+                return
+            if not worker.ready:
                 self._start_failures += 1
                 if self._start_failures >= MAX_START_FAILURES:
                     raise RuntimeError(
@@ -205,8 +242,8 @@ class VerifierPool:
             worker.ready = True
             self._start_failures = 0
             return
+        worker.answered(tag)
         results[tag] = value
-        worker.index = None
 
     def _replace(self, slot: int) -> None:
         self._workers[slot].kill()

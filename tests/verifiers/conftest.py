@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# tests/ is on sys.path (the root conftest), where tests/verifiers would import as a namespace
+# package shadowing the real one; a regular package anywhere on sys.path wins over it.
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
 
 
 def shared_data_dir() -> Path:

@@ -127,3 +127,14 @@ def test_worker_count_is_capped() -> None:
 def test_one_off_verify_batch() -> None:
     verdicts = verify_batch(MIXED[:3], workers=2, timeout_s=20.0)
     assert [v.status for v in verdicts] == [Status.CORRECT, Status.WRONG, Status.FORMAT_ERROR]
+
+
+def test_items_after_a_timeout_or_crash_inside_a_chunk_are_requeued(pool: VerifierPool) -> None:
+    items = [MIXED[0]] * 200
+    items[50] = ("x", {"sleep": 60}, SleepyVerifier())  # chunks hold 25 items here
+    items[120] = ("x", {}, CrashingVerifier())
+    verdicts = pool.verify_batch(items, timeout_s=1.5)
+    assert verdicts[50].status is Status.TIMEOUT
+    assert verdicts[120].status is Status.ERROR
+    others = [v for i, v in enumerate(verdicts) if i not in (50, 120)]
+    assert all(v.is_correct for v in others)
