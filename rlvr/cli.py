@@ -30,12 +30,48 @@ def register_resolvers() -> None:
         OmegaConf.register_new_resolver("rlvr_dirname", run_dirname)
 
 
+def _option_names(value: Any) -> list[str]:
+    """Option names inside an override value: a name, a list of names, or a choice sweep."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [n for v in value for n in _option_names(v)]
+    return [n for v in getattr(value, "list", None) or [] for n in _option_names(v)]
+
+
+def check_group_choices(argv: list[str], conf_dir: str = CONF_DIR) -> None:
+    """Reject unknown options of our config groups, naming the valid ones; Hydra's own error
+    for a list-valued group (``domains=[foo]``) does not list them."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        overrides = OverridesParser.create().parse_overrides([a for a in argv if "=" in a])
+    except Exception:  # noqa: BLE001  (grammar errors: Hydra reports them itself)
+        return
+    for o in overrides:
+        folder = Path(conf_dir) / o.key_or_group
+        if o.key_or_group.startswith("hydra") or o.is_delete() or not folder.is_dir():
+            continue
+        valid = sorted(f.stem for f in folder.glob("*.yaml"))
+        unknown = [n for n in _option_names(o.value()) if n not in valid]
+        if unknown:
+            raise ConfigError(
+                f"{o.key_or_group}: unknown option(s) {', '.join(unknown)}; "
+                f"valid {o.key_or_group}: {', '.join(valid)}"
+            )
+
+
 def hydra_entry(
     stage: str, body: Callable[[RunConfig, Path], Any], config_name: str = "train"
 ) -> None:
     """Compose the config, convert it once, run ``body(run, run_dir)``; clean errors on bad input."""
     register_configs()
     register_resolvers()
+    try:
+        check_group_choices(sys.argv[1:])
+    except ConfigError as err:
+        log.error("config error: %s", err)
+        sys.exit(2)
 
     @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=config_name)
     def _main(cfg: DictConfig) -> None:
