@@ -23,7 +23,7 @@ def _limit_memory(megabytes: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _serve(inbox: Connection, outbox: Connection) -> None:
+def _serve(inbox: Connection, outbox: Connection, options: dict[str, dict[str, Any]]) -> None:
     from verifiers.api import verify
     from verifiers.registry import get_verifier
     from verifiers.verdict import Status, Verdict, clip
@@ -35,7 +35,7 @@ def _serve(inbox: Connection, outbox: Connection) -> None:
             completion, reference, verifier, reasoning = pickle.loads(payload)
             if isinstance(verifier, str):
                 if verifier not in cache:
-                    cache[verifier] = get_verifier(verifier)
+                    cache[verifier] = get_verifier(verifier, **options.get(verifier, {}))
                 verifier = cache[verifier]
         except Exception as exc:  # bad item (unknown name, unimportable class): infra error
             return Verdict.error(clip(f"pool worker could not load the item: {exc!r}"))
@@ -62,7 +62,7 @@ def main(argv: list[str]) -> None:
     sys.path[:0] = [p for p in config["sys_path"] if p not in sys.path]
     _limit_memory(config.get("memory_limit_mb"))
     try:
-        _serve(inbox, outbox)
+        _serve(inbox, outbox, config.get("options") or {})
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass  # the pool went away; exit quietly
 

@@ -116,6 +116,8 @@ class VerifierPool:
     reasoning: default ``ReasoningFormat`` for ``verify_batch`` calls.
     memory_limit_mb: address-space cap per worker (None: no cap); exceeding it grades the
         item ``timeout`` ("memory limit exceeded"), not ``error``.
+    options: keyword options per verifier name, used when an item names its verifier
+        (``{"math": {"fallback_last_number": True}}``); items may also carry built verifiers.
     """
 
     def __init__(
@@ -125,11 +127,16 @@ class VerifierPool:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         reasoning: ReasoningFormat = ReasoningFormat(),
         memory_limit_mb: int | None = DEFAULT_MEMORY_MB,
+        options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
         self.size = max(1, min(workers or default_workers(), MAX_WORKERS))
         self.timeout_s = timeout_s
         self.reasoning = reasoning
-        self._config = {"sys_path": list(sys.path), "memory_limit_mb": memory_limit_mb}
+        self._config = {
+            "sys_path": list(sys.path),
+            "memory_limit_mb": memory_limit_mb,
+            "options": {name: dict(opts) for name, opts in (options or {}).items()},
+        }
         self._workers: list[_Worker] = []
         self.restarts = 0
         self._start_failures = 0

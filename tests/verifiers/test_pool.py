@@ -138,3 +138,10 @@ def test_items_after_a_timeout_or_crash_inside_a_chunk_are_requeued(pool: Verifi
     assert verdicts[120].status is Status.ERROR
     others = [v for i, v in enumerate(verdicts) if i not in (50, 120)]
     assert all(v.is_correct for v in others)
+
+
+def test_options_apply_to_verifiers_named_by_string() -> None:
+    text = ("I computed 3 then 1,234 apples", {"answer": "1234"}, "math")
+    with VerifierPool(1, options={"math": {"fallback_last_number": True}}) as lenient:
+        assert lenient.verify_batch([text])[0].is_correct
+    assert verify(*text).status is Status.FORMAT_ERROR
