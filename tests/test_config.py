@@ -1,0 +1,172 @@
+"""Every experiment config composes and converts; bad settings fail fast, naming the fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
+from omegaconf import open_dict
+
+from rlvr.cli import CONF_DIR, check_group_choices, register_resolvers
+from rlvr.config import ConfigError, RunConfig, register_configs, to_config
+from tasks.schema import DOMAINS
+
+REPO = Path(__file__).resolve().parents[1]
+EXPERIMENTS = sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml"))
+ALGOS = sorted(p.stem for p in (REPO / "conf" / "algo").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def hydra_context():
+    register_configs()
+    register_resolvers()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        yield
+
+
+def compose_run(*overrides: str) -> RunConfig:
+    """Compose as the CLI does (including the run-name interpolation) and convert."""
+    cfg = compose("train", overrides=list(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return to_config(cfg)
+
+
+def test_there_are_experiments_to_check():
+    assert "smoke" in EXPERIMENTS
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_every_experiment_composes_and_converts(name):
+    run = compose_run(f"experiment={name}")
+    assert isinstance(run, RunConfig)
+    assert run.experiment == name, "an experiment file must set `experiment:` to its own name"
+    assert run.domains and set(run.domains) <= set(DOMAINS)
+    first = (REPO / "conf" / "experiment" / f"{name}.yaml").read_text().splitlines()
+    commands = [line for line in first[:4] if "python -m rlvr." in line]
+    assert commands, f"conf/experiment/{name}.yaml must start with the command that runs it"
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_every_algo_preset_composes(algo):
+    run = compose_run(f"algo={algo}")
+    assert run.algo.name == algo
+
+
+def test_m2rl_preset_holds_the_paper_settings():
+    a = compose_run("algo=m2rl").algo
+    assert (a.num_generations, a.prompts_per_step) == (16, 128)
+    assert (a.epsilon, a.epsilon_high, a.beta) == (0.2, 0.28, 0.0)
+    assert (a.learning_rate, a.lr_scheduler_type) == (2e-6, "constant")
+    assert (a.adam_beta2, a.weight_decay, a.temperature, a.num_iterations) == (0.98, 0.1, 1.0, 1)
+    assert a.format_gate and a.scale_rewards == "group"
+
+
+def test_all_five_domains_compose_together_and_name_the_run():
+    run = compose_run("domains=[math,code,science,instruction,agent]", "trainer.max_steps=3")
+    assert sorted(run.domains) == sorted(DOMAINS)
+    assert run.run_name == "domains=math,code,science,instruction,agent,trainer.max_steps=3"
+    # excluded keys never change the run folder, so resume and later stages find it
+    assert compose_run("resume=true", "logger=none").run_name == "base"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["mixture.mode=bad"], "choose one of: natural, weighted"),
+        (["algo.loss_type=ppo"], "choose one of: grpo, dr_grpo, dapo"),
+        (["model.name=/nope/x"], "neither an existing folder nor a Hub id"),
+        (["model.name=org/name/extra"], "neither an existing folder nor a Hub id"),
+        (["model.name=-bad/x"], "neither an existing folder nor a Hub id"),
+        (["model.name=nohubslash"], "use model=tiny, a conf/model/*.yaml preset"),
+        (["init_from=/nope/ckpt"], "init_from='/nope/ckpt' does not exist"),
+        (["algo.num_generations=1"], "algo.num_generations has an impossible value"),
+        (["logger.name=tensorboard"], "choose one of: wandb, none"),
+        (["sandbox.backend=docker"], "auto, nsjail, bwrap, unshare, rlimit"),
+    ],
+)
+def test_bad_values_raise_config_error_naming_the_choice(overrides, message):
+    with pytest.raises(ConfigError, match=message.replace("*", r"\*").replace("(", r"\(")):
+        compose_run(*overrides)
+
+
+def test_model_folder_without_config_json_is_rejected(tmp_path):
+    with pytest.raises(ConfigError, match="without config.json"):
+        compose_run(f"model.name={tmp_path}")
+
+
+@pytest.mark.parametrize(
+    ("override", "listed"),
+    [
+        ("algo=nope", ALGOS),
+        ("mixture=bogus", ["natural", "weighted"]),
+        ("experiment=missing_experiment", EXPERIMENTS),
+    ],
+)
+def test_unknown_group_option_lists_the_available_ones(override, listed):
+    with pytest.raises(HydraException) as err:
+        compose_run(override)
+    assert all(name in str(err.value) for name in listed)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["domains=[foo]"],
+        ["domains=[math,foo]"],
+        ["-m", "domains=[math],[foo]"],
+        ["algo=ppo"],
+        ["peft=qlora"],
+    ],
+)
+def test_cli_precheck_rejects_unknown_options_with_the_valid_list(argv):
+    with pytest.raises(ConfigError, match="valid"):
+        check_group_choices(argv)
+
+
+def test_cli_precheck_accepts_valid_sweeps_and_plain_values():
+    check_group_choices(
+        ["-m", "domains=[math],[code],[science],[instruction],[agent]", "experiment=smoke"]
+    )
+    check_group_choices(["model.name=/anything", "trainer.max_steps=3", "~peft", "experiment=null"])
+    check_group_choices(["hydra/launcher=submitit_slurm", "+extra=1"])
+
+
+def run_cli(*args: str, tmp_path: Path) -> tuple[int, str, float]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "rlvr.train", *args, f"paths.output_root={tmp_path}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    return proc.returncode, proc.stdout + proc.stderr, time.perf_counter() - start
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["domains=[foo]"], ["foo", *DOMAINS]),
+        (["mixture.mode=bad"], ["natural", "weighted"]),
+        (["model.name=/nope/x"], ["/nope/x", "model=tiny"]),
+    ],
+)
+def test_real_cli_fails_fast_before_loading_a_model(args, expected, tmp_path):
+    code, output, seconds = run_cli(*args, tmp_path=tmp_path)
+    assert code != 0
+    assert all(word in output for word in expected), output[-2000:]
+    assert "Loading weights" not in output and "tiny model ready" not in output
+    # the interpreter start dominates; generous for a loaded machine
+    assert seconds < 60
+    assert not list(tmp_path.rglob("*.safetensors"))
