@@ -11,9 +11,11 @@ the first two):
    to evaluate base models that do not follow the format. A reference may override it with
    ``"fallback_last_number": bool``.
 
-No answer found is ``format_error``. A gold that math-verify cannot parse is an ``error``
-verdict whose details start with ``unscorable reference``; ``is_scorable`` lets data loading
-drop such rows up front.
+Answers longer than ``MAX_ANSWER_CHARS``, nested deeper than ``MAX_BRACE_DEPTH`` or holding
+a numeric power/factorial too large to evaluate (``10^{10^{10}}``) grade ``wrong`` up front;
+anything else slow is bounded by the pool's hard kill. No answer found is ``format_error``.
+A gold that math-verify cannot parse is an ``error`` verdict whose details start with
+``unscorable reference``; ``is_scorable`` lets data loading drop such rows up front.
 """
 
 from __future__ import annotations

@@ -112,6 +112,11 @@ class _Worker:
 class VerifierPool:
     """Reusable pool of verifier workers; use as a context manager to keep them warm.
 
+        with VerifierPool(timeout_s=10) as pool:          # once per training run
+            verdicts = pool.verify_batch([(completion, reference, "math"), ...])
+
+    One caller thread at a time (the trainer's reward call); it is not thread-safe.
+
     timeout_s: wall-clock limit per item, measured from when the item reaches a worker.
     reasoning: default ``ReasoningFormat`` for ``verify_batch`` calls.
     memory_limit_mb: address-space cap per worker (None: no cap); exceeding it grades the
