@@ -52,7 +52,9 @@ def check_group_choices(argv: list[str], conf_dir: str = CONF_DIR) -> None:
         folder = Path(conf_dir) / o.key_or_group
         if o.key_or_group.startswith("hydra") or o.is_delete() or not folder.is_dir():
             continue
-        valid = sorted(f.stem for f in folder.glob("*.yaml"))
+        valid = sorted(
+            f.relative_to(folder).with_suffix("").as_posix() for f in folder.rglob("*.yaml")
+        )
         unknown = [n for n in _option_names(o.value()) if n not in valid]
         if unknown:
             raise ConfigError(

@@ -31,12 +31,19 @@ def hydra_context():
         yield
 
 
-def compose_run(*overrides: str) -> RunConfig:
-    """Compose as the CLI does (including the run-name interpolation) and convert."""
-    cfg = compose("train", overrides=list(overrides), return_hydra_config=True)
+def compose_run(*overrides: str, outputs: Path | None = None) -> RunConfig:
+    """Compose as the CLI does (including the run-name interpolation) and convert.
+
+    With ``outputs``, runs live there and an ``init_from`` inside it (an earlier stage's
+    output, e.g. the shared SFT model) is created empty so validation can pass."""
+    extra = [f"paths.output_root={outputs}"] if outputs else []
+    cfg = compose("train", overrides=[*overrides, *extra], return_hydra_config=True)
     HydraConfig.instance().set_config(cfg)
     with open_dict(cfg):
         del cfg["hydra"]
+    init = cfg.get("init_from")
+    if outputs and init and Path(init).resolve().is_relative_to(outputs.resolve()):
+        Path(init).mkdir(parents=True, exist_ok=True)
     return to_config(cfg)
 
 
@@ -45,13 +52,13 @@ def test_there_are_experiments_to_check():
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
-def test_every_experiment_composes_and_converts(name):
-    run = compose_run(f"experiment={name}")
+def test_every_experiment_composes_and_converts(name, tmp_path):
+    run = compose_run(f"experiment={name}", outputs=tmp_path)
     assert isinstance(run, RunConfig)
     assert run.experiment == name, "an experiment file must set `experiment:` to its own name"
     assert run.domains and set(run.domains) <= set(DOMAINS)
     first = (REPO / "conf" / "experiment" / f"{name}.yaml").read_text().splitlines()
-    commands = [line for line in first[:4] if "python -m rlvr." in line]
+    commands = [line for line in first[:4] if line.startswith("# ") and " -m rlvr." in line]
     assert commands, f"conf/experiment/{name}.yaml must start with the command that runs it"
 
 
@@ -138,6 +145,7 @@ def test_cli_precheck_accepts_valid_sweeps_and_plain_values():
     )
     check_group_choices(["model.name=/anything", "trainer.max_steps=3", "~peft", "experiment=null"])
     check_group_choices(["hydra/launcher=submitit_slurm", "+extra=1"])
+    check_group_choices(["domains=[m2rl/math,code]"])  # options in nested folders
 
 
 def run_cli(*args: str, tmp_path: Path) -> tuple[int, str, float]:
