@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -18,7 +19,16 @@ def is_complete(folder: Path) -> bool:
         or any(folder.glob("pytorch_model*.bin"))
         or (folder / "adapter_model.safetensors").exists()
     )
-    return has_weights and any(folder.glob("rng_state*.pth"))
+    return has_weights and any(folder.glob("rng_state*.pth")) and _state_parses(folder)
+
+
+def _state_parses(folder: Path) -> bool:
+    """trainer_state.json is written in place, so a kill mid-write leaves truncated JSON."""
+    try:
+        json.loads((folder / "trainer_state.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def latest_complete_checkpoint(root: Path) -> Path | None:
