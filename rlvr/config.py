@@ -50,7 +50,6 @@ class DomainConfig:
     train_tasks: list[str] = field(default_factory=list)
     eval_tasks: list[str] = field(default_factory=list)
     weight: float = 1.0  # used by mixture=weighted
-    difficulty: int | None = None  # micro-suite difficulty filter (None: all levels)
     verifier_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -59,6 +58,9 @@ class MixtureConfig:
     mode: str = "natural"  # natural (proportions follow sizes) | weighted (exact per-step quotas)
     train_size: int = 2000  # rows drawn per domain from generators; cap for real datasets
     heldout_size: int = 64  # held-out prompts per domain
+    # Micro-suite difficulty levels per domain (a level or a list); absent domains use all.
+    # Kept outside `domains` so an experiment can set it without selecting the domain.
+    difficulty: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -259,9 +261,14 @@ def validate(run: RunConfig) -> None:
         raise ConfigError(
             f"no domains selected; pass e.g. domains=[math]; valid: {', '.join(DOMAINS)}"
         )
-    for name in run.domains:
+    for name, dc in run.domains.items():
         if name not in DOMAINS:
             raise ConfigError(f"unknown domain {name!r}; valid domains: {', '.join(DOMAINS)}")
+        if not dc.train_tasks and not dc.eval_tasks:
+            raise ConfigError(
+                f"domains.{name} is set but has no tasks: a key like domains.{name}.weight "
+                f"does not select a domain; select it with domains=[...,{name}]"
+            )
     _check_positive(run)
     check_model_source(run.model.name, run.paths.cache_dir)
     if run.init_from is not None and not Path(run.init_from).expanduser().exists():

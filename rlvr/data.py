@@ -20,7 +20,7 @@ class DomainData:
     heldout: list[dict[str, Any]]
 
 
-def _load(task: str, *, split: str, n: int, seed: int, difficulty: int | None, data_dir: str):
+def _load(task: str, *, split: str, n: int, seed: int, difficulty: Any, data_dir: str):
     if task.startswith(MICRO_PREFIX):
         from tasks import micro
 
@@ -28,9 +28,8 @@ def _load(task: str, *, split: str, n: int, seed: int, difficulty: int | None, d
         return micro.generate(domain, n, seed=seed, difficulty=difficulty, split=split)
     from tasks.registry import load_task_rows
 
-    return load_task_rows(
-        task, split=None if split == "train" else split, limit=n, data_dir=data_dir, seed=seed
-    )
+    # Real tasks carry their own split (training blends vs test benchmarks).
+    return load_task_rows(task, limit=n, data_dir=data_dir, seed=seed)
 
 
 def build_domain_data(run: RunConfig) -> dict[str, DomainData]:
@@ -45,7 +44,7 @@ def build_domain_data(run: RunConfig) -> dict[str, DomainData]:
                 split="train",
                 n=size,
                 seed=run.trainer.seed,
-                difficulty=dc.difficulty,
+                difficulty=run.mixture.difficulty.get(domain),
                 data_dir=run.paths.data_dir,
             )
         heldout: list[dict] = []
@@ -55,7 +54,7 @@ def build_domain_data(run: RunConfig) -> dict[str, DomainData]:
                 split="heldout",
                 n=held,
                 seed=run.trainer.seed + 1,
-                difficulty=dc.difficulty,
+                difficulty=run.mixture.difficulty.get(domain),
                 data_dir=run.paths.data_dir,
             )
         train_ids = {r["id"] for r in train}
@@ -71,12 +70,19 @@ def build_domain_data(run: RunConfig) -> dict[str, DomainData]:
 
 def sft_examples(run: RunConfig, seed: int) -> list[dict[str, Any]]:
     """Chat examples (prompt + assistant demonstration) from the micro-suite, per domain."""
+    from rlvr.agent import AGENT
+    from rlvr.agent import sft_examples as agent_sft_examples
     from tasks import micro
 
     examples: list[dict[str, Any]] = []
     n = run.sft.examples_per_domain
-    for domain, dc in run.domains.items():
-        rows = micro.generate(domain, n, seed=seed, difficulty=dc.difficulty, split="train")
+    for domain in run.domains:
+        rows = micro.generate(
+            domain, n, seed=seed, difficulty=run.mixture.difficulty.get(domain), split="train"
+        )
+        if domain == AGENT:  # tool-call turns, and the closing turn after the tool results
+            examples += agent_sft_examples(rows)
+            continue
         for row in rows:
             examples.append(
                 {

@@ -10,6 +10,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from rlvr.config import ConfigError, RunConfig
 from rlvr.models import model_init_kwargs
+from rlvr.runs import DataIdLog
 
 
 def world_size() -> int:
@@ -89,12 +90,14 @@ def build_grpo_config(run: RunConfig, output_dir: Path) -> GRPOConfig:
 
 
 class RLVRGRPOTrainer(GRPOTrainer):
-    """GRPOTrainer with our mixture sampler and generation timing; nothing else overridden."""
+    """GRPOTrainer with our mixture sampler, generation timing and a log of the prompt ids
+    each step trains on (``<output_dir>/data_ids.jsonl``); nothing else overridden."""
 
     def __init__(self, *args, sampler_factory=None, **kwargs):
         self._sampler_factory = sampler_factory
         self.generation_seconds = 0.0
         super().__init__(*args, **kwargs)
+        self.data_id_log = DataIdLog(Path(self.args.output_dir) / "data_ids.jsonl")
 
     def _get_train_sampler(self, dataset=None):
         if self._sampler_factory is None:
@@ -104,6 +107,12 @@ class RLVRGRPOTrainer(GRPOTrainer):
             batch_size=self.args.generation_batch_size // self.num_generations,
             repeat_count=self.num_iterations * self.args.steps_per_generation,
         )
+
+    def _generate_and_score_completions(self, inputs):
+        if inputs and "id" in inputs[0]:
+            ids = list(dict.fromkeys(str(x["id"]) for x in inputs))
+            self.data_id_log(self.state.global_step + 1, ids)
+        return super()._generate_and_score_completions(inputs)
 
     def _generate(self, prompts):
         start = time.perf_counter()

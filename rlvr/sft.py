@@ -76,10 +76,55 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
     return final, time.perf_counter() - start
 
 
+def sft_stage(run: RunConfig, run_dir: Path) -> dict:
+    """SFT as a stage of its own: base model -> ``<run_dir>/final``, held-out before and after."""
+    from rlvr import stages
+    from rlvr.runs import (
+        configure_tracking,
+        device_seconds,
+        is_main_process,
+        prepare_run_dir,
+        write_json,
+    )
+
+    started = time.perf_counter()
+    prepare_run_dir(run, run_dir)
+    configure_tracking(run, run_dir)
+    base = stages.starting_model(run)
+    data = stages.domain_data(run)
+    scorer = stages.make_scorer(run)
+    evals = {"base": stages.heldout_eval(run, base, data, scorer)}
+    final, seconds = run_sft(run, base, run_dir)
+    evals["sft"] = stages.heldout_eval(run, str(final), data, scorer)
+    summary = {
+        "experiment": run.experiment,
+        "run_name": run.run_name,
+        "run_dir": str(run_dir.resolve()),
+        "final": str(final.resolve()),
+        "domains": sorted(run.domains),
+        "heldout": evals,
+        "sft_seconds": seconds,
+        "compute": device_seconds(time.perf_counter() - started),
+    }
+    if is_main_process():
+        write_json(run_dir / "summary.json", summary)
+        for stage, per_domain in evals.items():
+            for domain, m in sorted(per_domain.items()):
+                log.info(
+                    "%-5s %-12s avg@k %.3f  greedy %.3f",
+                    stage,
+                    domain,
+                    m["avg_at_k"],
+                    m.get("greedy_accuracy", float("nan")),
+                )
+        log.info("SFT model: %s (%.1f s)", final, seconds)
+    return summary
+
+
 def main() -> None:
     from rlvr.cli import hydra_entry
 
-    hydra_entry("sft")
+    hydra_entry("sft", sft_stage)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,39 @@
+# Two commands on a fresh machine: `make demo` (main job on the embedded default) and
+# `make test` (the test suite). Both create .venv and install on first use.
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.rlvr-installed
+OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
+PYTEST := $(OFFLINE) WANDB_MODE=disabled $(BIN)/python -m pytest
+
+.PHONY: setup demo test test-fast test-slow lint bench clean
+
+$(STAMP): pyproject.toml scripts/setup_env.sh
+	bash scripts/setup_env.sh
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(OFFLINE) $(BIN)/python -m rlvr.train experiment=smoke
+
+test: $(STAMP)
+	$(PYTEST) -m "not slow and not gpu" -n 2 -q
+	$(PYTEST) -m "slow and not gpu" -q -p no:xdist
+
+test-fast: $(STAMP)
+	$(PYTEST) -m "not slow and not gpu" -n 2 -q
+
+test-slow: $(STAMP)
+	$(PYTEST) -m "slow and not gpu" -q -p no:xdist
+
+lint: $(STAMP)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+bench: $(STAMP)
+	$(OFFLINE) $(BIN)/python scripts/bench_verifiers.py
+	$(OFFLINE) $(BIN)/python scripts/bench_sandbox.py
+	$(OFFLINE) $(BIN)/python scripts/bench_eval.py
+
+clean:
+	rm -rf $(VENV) outputs multirun .pytest_cache
