@@ -16,28 +16,40 @@ def run_cost(run_dir: str | Path) -> dict[str, float] | None:
     folder = Path(run_dir)
     summary = folder / "summary.json"
     if summary.is_file():
-        compute = json.loads(summary.read_text()).get("compute", {})
+        data = json.loads(summary.read_text())
+        compute = data.get("compute", {})
         if "device_seconds" in compute:
+            total = float(compute["device_seconds"])
+            rl_s = (data.get("rl") or {}).get("seconds")
+            procs = float(compute.get("processes", 1))
             return {
-                "device_seconds": float(compute["device_seconds"]),
-                "wall_s": float(compute.get("wall_s", compute["device_seconds"])),
+                "device_seconds": total,
+                "wall_s": float(compute.get("wall_s", total)),
+                # RL alone (no SFT warm start, no held-out evals): the paper's GPU-hours
+                "rl_device_seconds": procs * float(rl_s) if rl_s is not None else total,
             }
     merge = folder / "merge.json"
     if merge.is_file():
         info = json.loads(merge.read_text())
-        return {"device_seconds": float(info["device_seconds"]), "wall_s": float(info["seconds"])}
+        total = float(info["device_seconds"])
+        return {
+            "device_seconds": total,
+            "wall_s": float(info["seconds"]),
+            "rl_device_seconds": total,
+        }
     return None
 
 
 def sum_compute(run_dirs: Iterable[str | Path]) -> dict[str, Any]:
     """Total device-seconds of a set of runs (e.g. the five experts plus their merge).
 
-    Returns ``{"device_seconds", "wall_s", "device_hours", "runs": {dir: device_seconds},
-    "missing": [dirs with no recorded compute]}``; missing runs count as zero and are logged.
+    Returns ``{"device_seconds", "wall_s", "rl_device_seconds" (RL steps only, merges whole),
+    "device_hours", "runs": {dir: device_seconds}, "missing": [dirs with no recorded compute]}``;
+    missing runs count as zero and are logged.
     """
     runs: dict[str, float] = {}
     missing: list[str] = []
-    wall = 0.0
+    wall = rl = 0.0
     for run_dir in run_dirs:
         cost = run_cost(run_dir)
         if cost is None:
@@ -45,12 +57,14 @@ def sum_compute(run_dirs: Iterable[str | Path]) -> dict[str, Any]:
             continue
         runs[str(run_dir)] = cost["device_seconds"]
         wall += cost["wall_s"]
+        rl += cost["rl_device_seconds"]
     if missing:
         log.warning("no recorded compute (summary.json/merge.json) in: %s", ", ".join(missing))
     total = sum(runs.values())
     return {
         "device_seconds": total,
         "wall_s": wall,
+        "rl_device_seconds": rl,
         "device_hours": total / 3600,
         "runs": runs,
         "missing": missing,

@@ -172,8 +172,15 @@ def cost_table(
     merges = {r.label: r.info["path"] for r in results if r.role == "merge" and "path" in r.info}
     rows: list[tuple[Cell, ...]] = []
     for label, path in {**runs, **merges}.items():
-        cost = run_cost(path)
-        rows.append((label, role.get(label, "other"), cost["device_seconds"] if cost else None))
+        cost = run_cost(path) or {}
+        rows.append(
+            (
+                label,
+                role.get(label, "other"),
+                cost.get("device_seconds"),
+                cost.get("rl_device_seconds"),
+            )
+        )
     experts = [path for label, path in runs.items() if role.get(label) == "expert"]
     mixed = [path for label, path in runs.items() if role.get(label) == "mixed"]
     benches = benchmark_order(results)
@@ -184,20 +191,20 @@ def cost_table(
     merge_used = [(r.label, merges[r.label]) for r in ranked[:1]]
     separate = sum_compute([*experts, *(path for _, path in merge_used)])
     together = sum_compute(mixed)
-    ratio = None
-    if mixed and separate["device_seconds"] > 0:
-        ratio = together["device_seconds"] / separate["device_seconds"]
+    keys = ("device_seconds", "rl_device_seconds")
+    ratios = [together[k] / separate[k] if mixed and separate[k] > 0 else None for k in keys]
     rows += [
-        ("separate (experts + merge)", "total", separate["device_seconds"]),
-        ("mixed (total)", "total", together["device_seconds"]),
-        ("mixed / separate", "ratio", ratio),
+        ("separate (experts + merge)", "total", *(separate[k] for k in keys)),
+        ("mixed (total)", "total", *(together[k] for k in keys)),
+        ("mixed / separate", "ratio", *ratios),
     ]
     merge_note = f" + merge {merge_used[0][0]}" if merge_used else ""
     notes = (
         f"separate arm: {len(experts)} expert run(s){merge_note} (the best merge by avg)",
-        "device-seconds = processes x wall seconds, from each run's summary.json",
+        "device-seconds = processes x wall seconds from each run's summary.json; "
+        "rl_device_seconds counts the RL steps only (no SFT warm start, no held-out evals)",
     )
-    cols = ("run", "role", "device_seconds")
+    cols = ("run", "role", "device_seconds", "rl_device_seconds")
     return Table("cost_table", "Compute (device-seconds)", cols, tuple(rows), notes)
 
 

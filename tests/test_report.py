@@ -27,7 +27,8 @@ def fake_run(root: Path, name: str, domains: list[str], base: Path, seed: int) -
     run = root / name
     run.mkdir(parents=True)
     perturbed_copy(base, run / "final", seed=seed)
-    summary = {"domains": domains, "compute": {"device_seconds": COST[name], "wall_s": COST[name]}}
+    compute = {"device_seconds": COST[name], "wall_s": COST[name], "processes": 1}
+    summary = {"domains": domains, "compute": compute, "rl": {"seconds": COST[name] / 2}}
     (run / "summary.json").write_text(json.dumps(summary))
     with (run / "metrics.jsonl").open("w") as fh:
         for step in range(1, 6):
