@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from tasks.micro import code, instruction, math, science
+from tasks.micro import agent, code, instruction, math, science
 from tasks.micro._common import HELDOUT_FRACTION, SPLITS, user_text
 from tasks.schema import reference_of
 
@@ -23,6 +23,9 @@ _MODULES: dict[str, ModuleType] = {
     "instruction": instruction,
 }
 MICRO_DOMAINS: tuple[str, ...] = tuple(_MODULES)
+# agent rows carry a tool environment and a system tool listing: kept out of the
+# single-turn text domains above, but generate/demonstration/levels serve them too.
+_MODULES["agent"] = agent
 
 
 def _module(domain: str) -> ModuleType:
