@@ -30,10 +30,20 @@ SPECIAL_TOKENS = [PAD, IM_START, IM_END]
 MARKER_TOKENS = [THINK_OPEN, THINK_CLOSE, TOOL_CALL_OPEN, TOOL_CALL_CLOSE]
 
 # Qwen-style ChatML with {% generation %} marks, so TRL's assistant-only SFT loss works, and
-# tool rendering compatible with Hermes-style <tool_call> blocks.
+# tool rendering compatible with Hermes-style <tool_call> blocks. Tools render one line each,
+# ``name(param: type, optional?: type)``: full JSON schemas would not fit the context.
 CHAT_TEMPLATE = (
-    "{% if tools %}{{ '<|im_start|>system\\nTools: ' }}"
-    "{{ tools | map(attribute='function') | list | tojson }}{{ '<|im_end|>\\n' }}{% endif %}"
+    "{% if tools %}{{ '<|im_start|>system\\nTools:' }}"
+    "{% set short = {'string': 'str', 'integer': 'int', 'boolean': 'bool', 'number': 'float',"
+    " 'array': 'list', 'object': 'dict'} %}"
+    "{% for t in tools %}{% set f = t['function'] if t['function'] is defined else t %}"
+    "{% set params = f.get('parameters') or {} %}{% set required = params.get('required') or [] %}"
+    "{{ '\\n' + f['name'] + '(' }}{% for p, s in (params.get('properties') or {}).items() %}"
+    "{% set ty = s.get('type', 'any') if s is mapping else 'any' %}"
+    "{{ p }}{% if p not in required %}?{% endif %}{{ ': ' }}"
+    "{% if ty is string %}{{ short.get(ty, ty) }}{% else %}{{ ty | join('|') }}{% endif %}"
+    "{% if not loop.last %}{{ ', ' }}{% endif %}{% endfor %}{{ ')' }}{% endfor %}"
+    "{{ '<|im_end|>\\n' }}{% endif %}"
     "{% for m in messages %}"
     "{% if m['role'] == 'assistant' %}{{ '<|im_start|>assistant\\n' }}{% generation %}"
     "{{ m['content'] or '' }}"
@@ -44,6 +54,27 @@ CHAT_TEMPLATE = (
     "{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
+# How TRL (``tokenizer.parse_response``) splits a generated turn into reasoning, Hermes-style
+# tool calls and content; saved with the tokenizer so GRPO runs with tools need no setup.
+RESPONSE_TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": IM_START + "assistant\n",
+    "fields": {
+        "reasoning_content": {
+            "open": THINK_OPEN,
+            "close_pattern": r"</think>\s*",
+            "content": "text",
+        },
+        "tool_calls": {
+            "open": TOOL_CALL_OPEN,
+            "close_pattern": r"</tool_call>\s*",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -60,7 +91,7 @@ class TinyModelSpec:
     seed: int = 0
 
     def digest(self) -> str:
-        blob = json.dumps(asdict(self), sort_keys=True) + CHAT_TEMPLATE
+        blob = json.dumps([asdict(self), RESPONSE_TEMPLATE], sort_keys=True) + CHAT_TEMPLATE
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -82,6 +113,7 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     )
     tokenizer.add_tokens(MARKER_TOKENS, special_tokens=False)
     tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.response_template = RESPONSE_TEMPLATE
     return tokenizer
 
 
