@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifiers import ReasoningFormat, Status, Verdict, as_text
+from rlvr.agent import rollout_text, score_rollouts
+from verifiers import ReasoningFormat, Status, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +124,10 @@ def make_domain_reward(
     timer: StepTimer,
     table: CompletionTable,
     emits_table: bool,
+    format_gate: bool = False,
 ) -> Callable[..., list[float | None]]:
-    """TRL reward function for one domain (its ``__name__`` is ``reward_<domain>``)."""
+    """TRL reward function for one domain (its ``__name__`` is ``reward_<domain>``). Rollouts
+    that ran in a tool environment are scored from its final episode, the rest from text."""
 
     def reward(prompts, completions, **kwargs) -> list[float | None]:
         rows = [i for i, d in enumerate(kwargs["domain"]) if d == domain]
@@ -132,10 +135,14 @@ def make_domain_reward(
         if rows:
             start = time.perf_counter()
             items = [
-                (as_text(completions[i]), json.loads(kwargs["reference"][i]), kwargs["verifier"][i])
+                (
+                    rollout_text(completions[i]),
+                    json.loads(kwargs["reference"][i]),
+                    kwargs["verifier"][i],
+                )
                 for i in rows
             ]
-            verdicts = scorer(items)
+            verdicts = score_rollouts(items, rows, kwargs.get("environments"), scorer, format_gate)
             timer.reward_s += time.perf_counter() - start
             budget.record(domain, verdicts)  # raises above the error rate: nothing is scored as 0
             for i, v in zip(rows, verdicts, strict=True):
@@ -165,12 +172,16 @@ def _log_metrics(
 
 
 def build_reward_functions(
-    domains: Sequence[str], scorer: Scorer, budget: ErrorBudget, timer: StepTimer
+    domains: Sequence[str],
+    scorer: Scorer,
+    budget: ErrorBudget,
+    timer: StepTimer,
+    format_gate: bool = False,
 ):
     table = CompletionTable()
     last = len(domains) - 1
     return [
-        make_domain_reward(d, scorer, budget, timer, table, i == last)
+        make_domain_reward(d, scorer, budget, timer, table, i == last, format_gate)
         for i, d in enumerate(domains)
     ]
 

@@ -99,7 +99,9 @@ def heldout_eval(
 def _train_dataset(run: RunConfig, data: dict[str, DomainData]):
     from datasets import Dataset
 
-    rows = [r for d in data.values() for r in d.train]
+    from rlvr.agent import training_row
+
+    rows = [training_row(r) for d in data.values() for r in d.train]
     return Dataset.from_list(rows)
 
 
@@ -134,6 +136,7 @@ def grpo(
     """TRL GRPO from ``start_path``; returns (final model folder, run facts)."""
     import time
 
+    from rlvr.agent import prepare_tokenizer, trainer_kwargs
     from rlvr.grpo import RLVRGRPOTrainer, build_grpo_config
     from rlvr.models import load_tokenizer
 
@@ -145,13 +148,16 @@ def grpo(
     metrics_cb = MetricsFileCallback(run_dir / "metrics.jsonl", trainer_ref, timer)
     trainer = RLVRGRPOTrainer(
         model=start_path,
-        reward_funcs=build_reward_functions(sorted(run.domains), scorer, budget, timer),
+        reward_funcs=build_reward_functions(
+            sorted(run.domains), scorer, budget, timer, run.algo.format_gate
+        ),
         args=build_grpo_config(run, run_dir / "checkpoints"),
         train_dataset=dataset,
-        processing_class=load_tokenizer(start_path, run.model),
+        processing_class=prepare_tokenizer(load_tokenizer(start_path, run.model)),
         peft_config=_peft_config(run),
         callbacks=[metrics_cb],
         sampler_factory=_sampler_factory(run, dataset),
+        **trainer_kwargs(dataset["environment"]),  # agent rows: TRL's environment_factory
     )
     trainer_ref["trainer"] = trainer
     trainer.train(resume_from_checkpoint=_resume_checkpoint(run, run_dir))
