@@ -99,6 +99,20 @@ class MetricsFileCallback(TrainerCallback):
             f.write(json.dumps(record, default=float) + "\n")
 
 
+class DataIdLog:
+    """Appends ``{"step", "rank", "ids"}`` per generation batch to a JSONL file: which prompts
+    each optimiser step trained on (resume equivalence, data audits)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rank = int(os.environ.get("RANK", "0"))
+
+    def __call__(self, step: int, ids: list[str]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as f:
+            f.write(json.dumps({"step": step, "rank": self.rank, "ids": ids}) + "\n")
+
+
 def read_metrics(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
