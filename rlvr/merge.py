@@ -77,8 +77,13 @@ def merge_models(
     out_dir: str | Path,
     seed: int = 0,
     dtype: str = "float32",
+    name: str | None = None,
 ) -> Path:
-    """Merge ``models`` (run or model folders) onto ``base`` with a preset or mergekit method."""
+    """Merge ``models`` (run or model folders) onto ``base`` with a preset or mergekit method.
+
+    ``name`` labels the merge in ``merge.json`` (default: ``method``), e.g. the preset name
+    when a Hydra preset spells out its mergekit method.
+    """
     import torch
     import yaml
     from mergekit.config import MergeConfiguration
@@ -108,6 +113,7 @@ def merge_models(
     _copy_tokenizer(_tokenizer_source(base_dir, folders), staging)
     (staging / MERGEKIT_YAML).write_text(yaml.safe_dump(raw, sort_keys=False))
     info = {
+        "name": name or method,
         "method": method,
         "mergekit_method": preset.method,
         "params": dict(preset.params),
@@ -121,7 +127,9 @@ def merge_models(
     (staging / MERGE_INFO).write_text(json.dumps(info, indent=2))
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
-    log.info("merged %d models with %s in %.1f s -> %s", len(folders), method, info["seconds"], out)
+    log.info(
+        "merged %d models (%s) in %.1f s -> %s", len(folders), info["name"], info["seconds"], out
+    )
     return out
 
 
@@ -153,7 +161,7 @@ def merge_stage(run: RunConfig, run_dir: Path) -> Path:
     m = run.merge
     name = m.name or m.method
     out = Path(m.out_dir) if m.out_dir else default_out_dir(run, name)
-    return merge_models(m.method, m.base, m.models, m.params, out, m.seed, m.dtype)
+    return merge_models(m.method, m.base, m.models, m.params, out, m.seed, m.dtype, name)
 
 
 def main() -> None:

@@ -73,7 +73,7 @@ def load_results(study: Path, overrides: Mapping[str, str] | None = None) -> lis
 def _row_key(r: ModelResult) -> tuple:
     domains = list(r.info.get("domains") or [r.label])
     domain_rank = DOMAINS.index(domains[0]) if domains[0] in DOMAINS else len(DOMAINS)
-    merge = (r.info.get("merge") or {}).get("method", r.label)
+    merge = (r.info.get("merge") or {}).get("name", r.label)
     merge_rank = list(PRESETS).index(merge) if merge in PRESETS else len(PRESETS)
     return (
         ROLES.index(r.role) if r.role in ROLES else len(ROLES),
@@ -128,7 +128,7 @@ def merge_table(results: Sequence[ModelResult], metric: str) -> Table:
             continue
         per = domain_scores(r, benches, metric)
         values = [score(r, b, metric) for _, b in benches]
-        method = (r.info.get("merge") or {}).get("method", r.label)
+        method = (r.info.get("merge") or {}).get("name", r.label)
         rows.append((r.label, method, *(per[d] for d in domains), _mean(values)))
     cols = ("merge", "method", *domains, "avg")
     return Table("merge_table", f"Merge methods by domain ({metric}, %)", cols, tuple(rows))

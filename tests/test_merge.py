@@ -93,7 +93,7 @@ def test_every_preset_merges_three_experts(family, tmp_path, preset):
     assert written["merge_method"] == PRESETS[preset].method
     assert all(Path(m["model"]).is_absolute() for m in written["models"])
     info = json.loads((out / MERGE_INFO).read_text())
-    assert info["method"] == preset and info["seconds"] > 0
+    assert info["name"] == info["method"] == preset and info["seconds"] > 0
     tok = AutoTokenizer.from_pretrained(out)
     assert tok.chat_template == AutoTokenizer.from_pretrained(base).chat_template
 
@@ -163,3 +163,21 @@ def test_lora_adapter_is_merged_into_its_base_first(family, tmp_path):
     key = "model.layers.0.self_attn.q_proj.weight"
     assert not torch.equal(full[key], weights(base)[key])
     torch.testing.assert_close(merged[key], (full[key] + other[key]) / 2, rtol=1e-5, atol=1e-6)
+
+
+def test_merge_cli_runs_a_conf_preset(family, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    base, experts = family
+    out = tmp_path / "cli"
+    cmd = [sys.executable, "-m", "rlvr.merge", "merge=ta_dare", f"merge.base={base}"]
+    cmd += [f"merge.models=[{experts[0]},{experts[1]}]", f"merge.out_dir={out}", "logger=none"]
+    cmd += [f"hydra.run.dir={tmp_path / 'hydra'}"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    info = json.loads((out / MERGE_INFO).read_text())
+    assert (info["name"], info["method"]) == ("ta_dare", "dare_linear")
+    assert info["params"]["density"] == 0.8 and info["seed"] == 0
