@@ -70,6 +70,10 @@ def provenance(path: str) -> dict[str, Any]:
     return info
 
 
+def _domain_of(name: str) -> str | None:
+    return name[len(MICRO_PREFIX) :] if name.startswith(MICRO_PREFIX) else None
+
+
 def benchmark_domain(name: str) -> str:
     if name.startswith(MICRO_PREFIX):
         return name[len(MICRO_PREFIX) :]
@@ -78,8 +82,13 @@ def benchmark_domain(name: str) -> str:
     return get_task(name).domain
 
 
-def load_benchmark(name: str, limit: int | None, data_dir: str, seed: int) -> list[dict]:
-    """Canonical rows of a shared-data benchmark or a micro-suite held-out set (``micro_<d>``)."""
+def load_benchmark(
+    name: str, limit: int | None, data_dir: str, seed: int, difficulty: Any = None
+) -> list[dict]:
+    """Canonical rows of a shared-data benchmark or a micro-suite held-out set (``micro_<d>``).
+
+    ``difficulty`` (micro-suite only): a level, a list of levels, or None for all levels.
+    """
     if name.startswith(MICRO_PREFIX):
         from tasks import micro
 
@@ -89,7 +98,7 @@ def load_benchmark(name: str, limit: int | None, data_dir: str, seed: int) -> li
                 f"eval task {name!r}: no micro-suite generator for {domain!r}; "
                 f"known: {', '.join(MICRO_PREFIX + d for d in micro.MICRO_DOMAINS)}"
             )
-        return micro.generate(domain, limit or 64, seed=seed, split="heldout")
+        return micro.generate(domain, limit or 64, seed, difficulty, split="heldout")
     from tasks.registry import load_task_rows
 
     rows = load_task_rows(name, limit=limit, data_dir=data_dir, seed=seed)
@@ -317,7 +326,11 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
     if not e.models or not e.tasks:
         raise ConfigError("set eval.models=[label=path,...] and eval.tasks=[gsm8k,micro_math,...]")
     models = parse_models(e.models)
-    rows = {t: load_benchmark(t, e.max_prompts, run.paths.data_dir, e.seed) for t in e.tasks}
+    levels = getattr(run.mixture, "difficulty", None) or {}  # the training run's micro levels
+    rows = {
+        t: load_benchmark(t, e.max_prompts, run.paths.data_dir, e.seed, levels.get(_domain_of(t)))
+        for t in e.tasks
+    }
     decoding = Decoding(e.k, e.temperature, e.top_p, e.max_new_tokens)
     root = study_dir(run) / "eval"
     scorer = make_eval_scorer(run)

@@ -150,3 +150,11 @@ def test_eval_presets_compose_and_name_known_tasks(preset):
     assert {benchmark_domain(t) for t in run.eval.tasks} <= {
         "math", "code", "science", "instruction", "agent"
     }  # fmt: skip
+
+
+def test_micro_difficulty_selects_levels():
+    from tasks import micro
+
+    easy = load_benchmark("micro_math", 6, str(SHARED), 0, difficulty=1)
+    assert easy == micro.generate("math", 6, 0, 1, split="heldout")
+    assert easy != load_benchmark("micro_math", 6, str(SHARED), 0, difficulty=3)
