@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rlvr.report_tables import ModelResult, benchmark_order, score
+from tasks.schema import DOMAINS
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +28,11 @@ def bar_plot(results: Sequence[ModelResult], metric: str, path: Path) -> Path:
     benches = benchmark_order(results)
     width = 0.8 / max(1, len(results))
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(benches) * max(1, len(results)) ** 0.5), 4))
+    colors = plt.get_cmap("tab20").colors  # 20 distinct colours: models never share one
     for i, r in enumerate(results):
         xs = [j + (i - (len(results) - 1) / 2) * width for j in range(len(benches))]
         ys = [score(r, b, metric) or 0.0 for _, b in benches]
-        ax.bar(xs, ys, width, label=f"{r.label} ({r.role})")
+        ax.bar(xs, ys, width, label=f"{r.label} ({r.role})", color=colors[i % len(colors)])
     ax.set_xticks(range(len(benches)))
     ax.set_xticklabels([f"{b}\n({d})" for d, b in benches], fontsize=8)
     ax.set_ylabel(f"{metric} (%)")
@@ -66,7 +68,7 @@ def reward_curves(mixed: Mapping[str, str], experts: Mapping[str, str], path: Pa
     ``mixed``: label -> run folder; ``experts``: domain -> run folder.
     """
     plt = _pyplot()
-    domains = sorted(experts)
+    domains = sorted(experts, key=lambda d: DOMAINS.index(d) if d in DOMAINS else len(DOMAINS))
     if not domains:
         log.info("no single-domain runs with metrics: reward-curve plot skipped")
         return None

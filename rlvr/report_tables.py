@@ -128,9 +128,9 @@ def merge_table(results: Sequence[ModelResult], metric: str) -> Table:
             continue
         per = domain_scores(r, benches, metric)
         values = [score(r, b, metric) for _, b in benches]
-        method = (r.info.get("merge") or {}).get("name", r.label)
+        method = (r.info.get("merge") or {}).get("mergekit_method", "")
         rows.append((r.label, method, *(per[d] for d in domains), _mean(values)))
-    cols = ("merge", "method", *domains, "avg")
+    cols = ("merge", "mergekit method", *domains, "avg")
     return Table("merge_table", f"Merge methods by domain ({metric}, %)", cols, tuple(rows))
 
 
@@ -154,7 +154,8 @@ def diff_table(results: Sequence[ModelResult], metric: str) -> Table:
         scored = [
             (v, m.label) for m in merges if (v := _at(m, benches, domain, metric)) is not None
         ]
-        best, best_label = max(scored) if scored else (None, "")
+        # the first of equal scores, in row order (as the cost table picks its merge)
+        best, best_label = max(scored, key=lambda x: x[0]) if scored else (None, "")
         mv = _at(mix, benches, domain, metric)
         diff = mv - best if mv is not None and best is not None else None
         rows.append((domain, mv, best_label, best, diff))
@@ -218,9 +219,8 @@ def fmt(cell: Cell) -> str:
 
 def to_markdown(table: Table) -> str:
     lines = [f"### {table.title}", "", "| " + " | ".join(table.columns) + " |"]
-    lines.append(
-        "|" + "|".join("---" if i < 1 else "---:" for i in range(len(table.columns))) + "|"
-    )
+    text = [all(isinstance(row[i], str) for row in table.rows) for i in range(len(table.columns))]
+    lines.append("|" + "|".join(":---" if t else "---:" for t in text) + "|")
     lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in table.rows]
     for note in table.notes:
         lines += ["", f"_{note}_"]

@@ -140,8 +140,11 @@ def test_cost_table_sums_experts_and_merge(study):
 
 def test_merge_table_lists_the_merges_by_domain(study):
     rows = read_csv(study / "report" / "merge_table.csv")
-    assert [(r["merge"], r["method"]) for r in rows] == [("average", "average"), ("ties", "ties")]
-    assert list(rows[0]) == ["merge", "method", "math", "instruction", "avg"]
+    assert [(r["merge"], r["mergekit method"]) for r in rows] == [
+        ("average", "linear"),
+        ("ties", "ties"),
+    ]
+    assert list(rows[0]) == ["merge", "mergekit method", "math", "instruction", "avg"]
 
 
 def test_report_cli_rewrites_the_tables(study):
