@@ -39,6 +39,7 @@ class ModelEntry:
 
 def parse_models(entries: Sequence[str]) -> list[ModelEntry]:
     """``label=path`` pairs or bare paths (label: the run folder's or model folder's name)."""
+    from rlvr.config import check_model_source
     from rlvr.merge import model_folder
 
     out: list[ModelEntry] = []
@@ -50,6 +51,8 @@ def parse_models(entries: Sequence[str]) -> list[ModelEntry]:
             folder = model_folder(path)
             label = label or (folder.parent.name if folder.name == "final" else folder.name)
             path = str(folder)
+        else:
+            check_model_source(path, "")  # "tiny" or a Hub id; a missing folder fails here
         out.append(ModelEntry(label or path.replace("/", "_"), path))
     labels = [m.label for m in out]
     if len(set(labels)) != len(labels):
@@ -326,6 +329,11 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
     if not e.models or not e.tasks:
         raise ConfigError("set eval.models=[label=path,...] and eval.tasks=[gsm8k,micro_math,...]")
     models = parse_models(e.models)
+    from rlvr.models import check_hub_model_available
+
+    for m in models:
+        if m.path != "tiny":
+            check_hub_model_available(m.path)  # offline and not cached: fail before any model
     levels = getattr(run.mixture, "difficulty", None) or {}  # the training run's micro levels
     rows = {
         t: load_benchmark(t, e.max_prompts, run.paths.data_dir, e.seed, levels.get(_domain_of(t)))

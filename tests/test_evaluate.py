@@ -102,6 +102,9 @@ def test_model_labels(family, tmp_path):
     assert entries[1].path == str((run / "final").resolve())
     with pytest.raises(ConfigError, match="duplicate labels"):
         parse_models([f"a={base}", f"a={expert}"])
+    with pytest.raises(ConfigError, match="neither an existing folder nor a Hub id"):
+        parse_models([f"typo={tmp_path}/no/such/run"])
+    assert parse_models(["tiny", "b=Qwen/Qwen3-4B-Base"])[1].path == "Qwen/Qwen3-4B-Base"
 
 
 def test_bad_benchmarks_fail_before_any_model_loads(tmp_path):
