@@ -1,0 +1,145 @@
+"""scripts/sweep_accelerate.py: sweep expansion, the accelerate commands, and a real launch."""
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "sweep_accelerate.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("sweep_accelerate", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+sweep = load_script()
+
+# (overrides, expected points in order)
+EXPANSIONS = [
+    (["domains=[math],[code]"], [["domains=[math]"], ["domains=[code]"]]),
+    (
+        ["domains=[math],[code]", "algo=grpo,dapo", "experiment=tiny_rl"],
+        [
+            ["domains=[math]", "algo=grpo", "experiment=tiny_rl"],
+            ["domains=[math]", "algo=dapo", "experiment=tiny_rl"],
+            ["domains=[code]", "algo=grpo", "experiment=tiny_rl"],
+            ["domains=[code]", "algo=dapo", "experiment=tiny_rl"],
+        ],
+    ),
+    (["trainer.seed=range(0,3)"], [[f"trainer.seed={i}"] for i in range(3)]),
+    (["domains=[math,code]", "sft=none"], [["domains=[math,code]", "sft=none"]]),
+    (["+extra=1", "~peft"], [["+extra=1", "~peft"]]),
+    ([], [[]]),
+]
+
+
+@pytest.mark.parametrize(("overrides", "points"), EXPANSIONS)
+def test_sweep_expands_to_the_cartesian_product_in_order(overrides, points):
+    assert sweep.expand(overrides) == points
+
+
+def test_five_single_domain_arms():
+    arms = "[math],[code],[science],[instruction],[agent]"
+    points = sweep.expand([f"domains={arms}", "experiment=tiny_rl"])
+    assert [p[0] for p in points] == [f"domains=[{d}]" for d in arms[1:-1].split("],[")]
+    assert all(p[1] == "experiment=tiny_rl" for p in points)
+
+
+@pytest.mark.parametrize("bad", [["-m", "a=1,2"], ["a=[1,2"], ["a=b=c=("]])
+def test_unusable_overrides_raise(bad):
+    with pytest.raises(sweep.SweepError):
+        sweep.expand(bad)
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=180,
+    )
+
+
+def test_dry_run_prints_one_accelerate_launch_per_point():
+    proc = run_script(
+        "--config",
+        "cpu_fsdp2",
+        "--dry-run",
+        "--launch-args=--num_processes 2",
+        "domains=[math],[code]",
+        "model.name='/models/my model'",
+        "trainer.max_steps=3",
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2
+    for line, domain in zip(lines, ("math", "code"), strict=True):
+        argv = shlex.split(line)
+        assert argv[:4] == [
+            "accelerate",
+            "launch",
+            "--config_file",
+            "conf/accelerate/cpu_fsdp2.yaml",
+        ]
+        assert argv[4:6] == ["--num_processes", "2"]
+        assert argv[6:8] == ["-m", "rlvr.train"]
+        assert argv[8:] == [
+            f"domains=[{domain}]",
+            "model.name='/models/my model'",
+            "trainer.max_steps=3",
+        ]
+
+
+def test_unknown_accelerate_config_names_the_known_ones():
+    proc = run_script("--config", "no_such", "--dry-run", "domains=[math]")
+    assert proc.returncode == 2
+    known = sorted(p.stem for p in (REPO / "conf" / "accelerate").glob("*.yaml"))
+    assert known and all(name in proc.stderr for name in known)
+
+
+def test_real_launches_run_in_sequence_and_stop_at_a_failure():
+    ok = run_script("--config", "cpu_fsdp2", "--entry", "this", "point=1")
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert "Beautiful is better than ugly" in ok.stdout  # the entry ran under accelerate
+    assert "1 of 1 points finished" in ok.stderr
+
+    bad = run_script("--config", "cpu_fsdp2", "--entry", "no_such_module_xyz", "point=1,2")
+    assert bad.returncode == 1
+    assert "point 1/2 failed" in bad.stderr
+    assert "point 2/2" not in bad.stderr  # without --keep-going the sweep stops
+
+
+def test_slurm_launcher_config_composes_with_the_plugin_schema():
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from rlvr.cli import CONF_DIR, register_resolvers
+    from rlvr.config import register_configs
+
+    register_configs()
+    register_resolvers()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose(
+            "train",
+            overrides=["hydra/launcher=submitit_slurm", "hydra.launcher.partition=gpu"],
+            return_hydra_config=True,
+        )
+    launcher = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
+    assert launcher["partition"] == "gpu"
+    assert launcher["_target_"].endswith("SlurmLauncher")
+    plugin = pytest.importorskip(
+        "hydra_plugins.hydra_submitit_launcher.config", reason="slurm extra not installed"
+    )
+    fields = set(plugin.SlurmQueueConf.__dataclass_fields__)
+    assert set(launcher) <= fields, set(launcher) - fields  # no misspelt keys
+    assert launcher["_target_"] == plugin.SlurmQueueConf._target_
