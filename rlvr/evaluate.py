@@ -101,11 +101,12 @@ def load_benchmark(
                 f"eval task {name!r}: no micro-suite generator for {domain!r}; "
                 f"known: {', '.join(MICRO_PREFIX + d for d in micro.MICRO_DOMAINS)}"
             )
-        return micro.generate(domain, limit or 64, seed, difficulty, split="heldout")
-    from tasks.registry import load_task_rows
+        rows = micro.generate(domain, limit or 64, seed, difficulty, split="heldout")
+    else:
+        from tasks.registry import load_task_rows
 
-    rows = load_task_rows(name, limit=limit, data_dir=data_dir, seed=seed)
-    if any(r["environment"] for r in rows):
+        rows = load_task_rows(name, limit=limit, data_dir=data_dir, seed=seed)
+    if any(r.get("environment") for r in rows):
         raise ConfigError(
             f"eval task {name!r} holds multi-turn environment episodes; rlvr.evaluate scores "
             "single-turn completions only"
