@@ -123,6 +123,7 @@ def _sampler_factory(run: RunConfig, dataset):
             mini_repeat_count=mini_repeat_count,
             batch_size=batch_size,
             repeat_count=repeat_count,
+            mode=run.mixture.mode,
             weights=weights,
             seed=run.trainer.seed,
         )

@@ -178,3 +178,23 @@ def test_real_cli_fails_fast_before_loading_a_model(args, expected, tmp_path):
     # the interpreter start dominates; generous for a loaded machine
     assert seconds < 60
     assert not list(tmp_path.rglob("*.safetensors"))
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"), [("weighted", {"math": 3, "code": 1}), ("natural", None)]
+)
+def test_mixture_config_reaches_the_trainer_sampler(mode, expected):
+    from datasets import Dataset
+
+    from rlvr.stages import _sampler_factory
+
+    run = compose_run(f"mixture={mode}", "domains=[math,code]", "domains.math.weight=3")
+    rows = Dataset.from_list([{"domain": d} for d in ["math"] * 40 + ["code"] * 40])
+    sampler = _sampler_factory(run, rows)(mini_repeat_count=2, batch_size=4, repeat_count=1)
+    assert sampler.mode == mode
+    indices = list(sampler)[: 4 * 2 * 10]  # ten batches of 4 prompts x 2 completions
+    counts = {d: sum(rows[i]["domain"] == d for i in indices[::2]) for d in ("math", "code")}
+    if expected:  # exact per-batch quotas: 3 math and 1 code prompt in every batch of 4
+        assert counts == {d: 10 * n for d, n in expected.items()}
+    else:
+        assert sum(counts.values()) == 40
