@@ -288,13 +288,7 @@ def make_eval_scorer(run: RunConfig) -> Scorer:
     options = verifier_options(run)
     options.setdefault("code", {}).setdefault("sandbox", run.sandbox.backend)
     reasoning = ReasoningFormat(strip_think=run.algo.strip_think, format_gate=run.algo.format_gate)
-    try:
-        return build_scorer(reasoning, options, run.eval.workers, run.eval.timeout_s)
-    except TypeError as exc:  # the pool's constructor changed under build_scorer
-        from rlvr.rewards import sequential_scorer
-
-        log.warning("verifier pool unavailable (%s): scoring in-process", exc)
-        return sequential_scorer(reasoning, options)
+    return build_scorer(reasoning, options, run.eval.workers, run.eval.timeout_s)
 
 
 def _open_backend(run: RunConfig, entry: ModelEntry) -> tuple[Backend, str]:
