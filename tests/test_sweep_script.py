@@ -143,3 +143,49 @@ def test_slurm_launcher_config_composes_with_the_plugin_schema():
     fields = set(plugin.SlurmQueueConf.__dataclass_fields__)
     assert set(launcher) <= fields, set(launcher) - fields  # no misspelt keys
     assert launcher["_target_"] == plugin.SlurmQueueConf._target_
+
+
+@pytest.mark.slow
+def test_hydra_multirun_runs_single_domain_arms_in_sequence(tmp_path):
+    """python -m rlvr.train -m domains=[math],[science]: one run folder per arm."""
+    import json
+    import os
+
+    tiny = [
+        "sft=none",
+        "logger=none",
+        "model.tiny.hidden_size=32",
+        "model.tiny.num_hidden_layers=1",
+        "model.tiny.num_attention_heads=2",
+        "model.tiny.num_key_value_heads=1",
+        "model.tiny.intermediate_size=64",
+        "mixture.train_size=8",
+        "mixture.heldout_size=2",
+        "eval.k=1",
+        "algo.num_generations=2",
+        "algo.prompts_per_step=2",
+        "algo.max_completion_length=4",
+        "trainer.max_steps=1",
+        "trainer.verifier_workers=1",
+    ]
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "WANDB_MODE": "disabled",
+        "RLVR_CACHE": str(tmp_path / "cache"),
+    }
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "rlvr.train", "-m", "domains=[math],[science]", *tiny]
+        + [f"paths.output_root={out}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    summaries = [json.loads(p.read_text()) for p in out.glob("default/*/summary.json")]
+    assert sorted(s["domains"] for s in summaries) == [["math"], ["science"]]
+    assert all(s["rl"]["steps"] == 1 for s in summaries)
+    assert len({s["run_dir"] for s in summaries}) == 2
