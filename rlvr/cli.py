@@ -63,6 +63,19 @@ def check_group_choices(argv: list[str], conf_dir: str = CONF_DIR) -> None:
             )
 
 
+def configure_threads() -> None:
+    """One share of the cores per local process: OpenMP threads oversubscribing the cores
+    (several ranks, or verifier workers beside the trainer) slow small models several-fold."""
+    import os
+
+    if "OMP_NUM_THREADS" in os.environ:
+        return
+    import torch
+
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
+
+
 def hydra_entry(
     stage: str, body: Callable[[RunConfig, Path], Any], config_name: str = "train"
 ) -> None:
@@ -83,6 +96,7 @@ def hydra_entry(
         except ConfigError as err:
             log.error("config error: %s", err)
             sys.exit(2)
+        configure_threads()
         body(run, Path(HydraConfig.get().runtime.output_dir))
 
     _main()
