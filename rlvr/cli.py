@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import sys
@@ -22,7 +23,9 @@ log = logging.getLogger("rlvr")
 def run_dirname(override_dirname: str) -> str:
     """A filesystem-safe run folder name from Hydra's overrides ("base" when none)."""
     name = re.sub(r"[\[\]'\" ]", "", override_dirname).replace("/", "_")
-    return name[:180] or "base"
+    if len(name) > 180:  # cut for the file-name limit, but keep distinct runs distinct
+        name = f"{name[:167]}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+    return name or "base"
 
 
 def register_resolvers() -> None:

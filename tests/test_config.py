@@ -198,3 +198,14 @@ def test_mixture_config_reaches_the_trainer_sampler(mode, expected):
         assert counts == {d: 10 * n for d, n in expected.items()}
     else:
         assert sum(counts.values()) == 40
+
+
+def test_long_run_names_stay_distinct_and_short():
+    from rlvr.cli import run_dirname
+
+    common = ",".join(f"model.tiny.hidden_size_{i}=32" for i in range(8))
+    a, b = run_dirname(f"{common},trainer.seed=0"), run_dirname(f"{common},trainer.seed=1")
+    assert a != b and len(a) <= 180 and len(b) <= 180
+    assert a == run_dirname(f"{common},trainer.seed=0")  # stable: resume finds the folder
+    assert run_dirname("domains=[math],algo=grpo") == "domains=math,algo=grpo"
+    assert run_dirname("") == "base"
