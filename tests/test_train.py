@@ -74,10 +74,10 @@ def test_smoke_grpo_changes_parameters_and_writes_metrics(tmp_path, rlvr_cache, 
 @pytest.mark.parametrize(
     ("override", "expected"),
     [
-        ("domains=[math,chemistry]", "Available options"),
+        ("domains=[math,chemistry]", "valid domains: agent, code, instruction"),
         ("model.name=/does/not/exist", "neither an existing folder nor a Hub id"),
         ("mixture.mode=random", "mixture.mode='random' is not valid"),
-        ("algo=ppo_xl", "Available options"),
+        ("algo=ppo_xl", "valid algo: dapo, dr_grpo, grpo, gspo, m2rl"),
     ],
 )
 def test_bad_input_fails_fast_with_the_valid_choices(tmp_path, rlvr_cache, override, expected):
