@@ -73,7 +73,7 @@ def test_difficulty_selects_levels_evenly(domain):
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"domain": "agent"}, "no micro-suite generator"),
+        ({"domain": "chemistry"}, "no micro-suite generator"),
         ({"domain": "math", "difficulty": 99}, "unknown difficulty"),
         ({"domain": "math", "split": "test"}, "unknown split"),
     ],
