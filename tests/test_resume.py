@@ -23,7 +23,6 @@ KILL_AFTER = 4  # 10 rows / 2 prompts per step = 5 steps per epoch: the resume c
 OVERRIDES = [
     "sft=none",
     "logger=none",
-    "domains=[math]",
     "model.tiny.hidden_size=32",
     "model.tiny.num_hidden_layers=1",
     "model.tiny.num_attention_heads=2",
@@ -32,7 +31,6 @@ OVERRIDES = [
     "mixture.train_size=10",
     "mixture.heldout_size=0",
     "algo.num_generations=2",
-    "algo.prompts_per_step=2",
     "algo.max_completion_length=8",
     f"trainer.max_steps={MAX_STEPS}",
     "trainer.save_steps=2",
@@ -111,17 +109,35 @@ def final_weights_equal(a: Path, b: Path) -> bool:
     return wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
 
 
-def test_killed_and_resumed_run_sees_the_same_steps_and_data(tmp_path):
+# (mixture overrides, prompts per step): one domain shuffled as a whole (natural), and
+# exact 3:1 quotas over two domains (weighted) whose math pool wraps mid-batch.
+MIXTURES = {
+    "natural": (["domains=[math]", "algo.prompts_per_step=2"], 2),
+    "weighted": (
+        [
+            "mixture=weighted",
+            "domains=[math,science]",
+            "domains.math.weight=3",
+            "algo.prompts_per_step=4",
+        ],
+        4,
+    ),
+}
+
+
+@pytest.mark.parametrize("mixture", sorted(MIXTURES))
+def test_killed_and_resumed_run_sees_the_same_steps_and_data(mixture, tmp_path):
+    overrides, prompts = MIXTURES[mixture]
     cache = tmp_path / "cache"
     straight_root, broken_root = tmp_path / "straight", tmp_path / "broken"
 
-    finish(start(straight_root, cache), straight_root)
+    finish(start(straight_root, cache, *overrides), straight_root)
     straight = records(run_dir(straight_root))
     assert [r["step"] for r in straight] == list(range(1, MAX_STEPS + 1))
     expected = {r["step"]: r["ids"] for r in straight}
-    assert all(len(ids) == 2 for ids in expected.values())
+    assert all(len(ids) == prompts for ids in expected.values())
 
-    proc = start(broken_root, cache)
+    proc = start(broken_root, cache, *overrides)
     wait_for_checkpoint(broken_root, KILL_AFTER, proc)
     kill(proc)
     folder = run_dir(broken_root)
@@ -132,7 +148,7 @@ def test_killed_and_resumed_run_sees_the_same_steps_and_data(tmp_path):
     before = records(folder)
     assert not (folder / "final").exists(), "the killed run must not have finished"
 
-    finish(start(broken_root, cache, "resume=true"), broken_root)
+    finish(start(broken_root, cache, *overrides, "resume=true"), broken_root)
     assert run_dir(broken_root) == folder, "resume=true must reuse the same run folder"
     after = records(folder)[len(before) :]
 
