@@ -107,10 +107,7 @@ def _train_dataset(run: RunConfig, data: dict[str, DomainData]):
 
 def _sampler_factory(run: RunConfig, dataset):
     """The mixture sampler over the concatenated dataset, keeping TRL's GRPO grouping."""
-    try:
-        from rlvr.mixture import MixtureSampler
-    except ImportError:
-        return None
+    from rlvr.mixture import MixtureSampler
 
     domains = dataset["domain"]
     weights = (
