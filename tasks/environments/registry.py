@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tasks.environments.workplace import WorkplaceEnvironment
+from tasks.environments.workplace_lite import WorkplaceLiteEnvironment
 
 NO_ENVIRONMENT = ""  # the ``environment`` value of rows from tool-free domains
 
@@ -21,7 +22,9 @@ class NoToolsEnvironment:
         return None
 
 
-ENVIRONMENTS: MappingProxyType[str, type] = MappingProxyType({"workplace": WorkplaceEnvironment})
+ENVIRONMENTS: MappingProxyType[str, type] = MappingProxyType(
+    {"workplace": WorkplaceEnvironment, "workplace_lite": WorkplaceLiteEnvironment}
+)
 
 
 class UnknownEnvironmentError(KeyError):

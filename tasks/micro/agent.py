@@ -1,6 +1,7 @@
 """Micro-suite agent rows: workplace tasks split by prompt, with tool-call demonstrations.
 
-Rows come from the workplace task generator; a prompt's hash decides its split, so train and
+Levels 1-2 come from the lite workplace (four tools, a short listing a tiny model can learn
+from), levels 3-4 from the full workplace; a prompt's hash decides its split, so train and
 held-out rows never share a prompt or an id. Each prompt opens with a system message listing
 the environment's tools one per line, exactly as the tiny chat template renders TRL's tools,
 so text-only consumers (SFT, held-out replay) see what GRPO rollouts see.
@@ -13,10 +14,12 @@ import json
 import random
 import typing
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tasks.environments import call_tool, get_environment_class, tool_names
+from tasks.environments.workplace_lite import LEVELS as LITE_LEVELS
+from tasks.environments.workplace_lite import generate_lite_tasks
 from tasks.environments.workplace_tasks import MAX_DIFFICULTY, generate_workplace_tasks
 from tasks.micro._common import SPLITS, _even_counts, is_heldout, stable_hash, think, user_text
 from tasks.schema import make_row, reference_of
@@ -76,6 +79,11 @@ def _micro_row(row: Mapping[str, Any], level: int, split: str, seen: Counter) ->
     )
 
 
+def _generator(level: int) -> Callable[[int, int, int], list[dict[str, Any]]]:
+    """The lite workplace for the easy levels (short prompts), the full one above them."""
+    return generate_lite_tasks if level in LITE_LEVELS else generate_workplace_tasks
+
+
 def _level_rows(level: int, count: int, seed: int, split: str) -> list[dict[str, Any]]:
     """``count`` rows of one level whose prompts hash into ``split`` (rejection sampling)."""
     rows: list[dict[str, Any]] = []
@@ -84,7 +92,7 @@ def _level_rows(level: int, count: int, seed: int, split: str) -> list[dict[str,
         if len(rows) == count:
             return rows
         batch_seed = int(stable_hash(f"micro:agent:{split}:{level}:{seed}:{attempt}")[:12], 16)
-        for row in generate_workplace_tasks(BATCH, batch_seed, level):
+        for row in _generator(level)(BATCH, batch_seed, level):
             if is_heldout(user_text(row)) == (split == "heldout") and len(rows) < count:
                 rows.append(_micro_row(row, level, split, seen))
     if len(rows) < count:
