@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_lora import guessing_model
 
 from rlvr.checkpoints import is_complete, latest_complete_checkpoint
 
@@ -19,19 +20,17 @@ pytestmark = pytest.mark.slow
 
 MAX_STEPS = 6
 KILL_AFTER = 4  # 10 rows / 2 prompts per step = 5 steps per epoch: the resume crosses an epoch
-# A very small tiny model and batch: the test is about bookkeeping, not learning.
+# A very small policy that guesses two-option science questions (see test_lora), so groups
+# have reward variance and every step really updates the weights; one-token answers.
 OVERRIDES = [
     "sft=none",
     "logger=none",
-    "model.tiny.hidden_size=32",
-    "model.tiny.num_hidden_layers=1",
-    "model.tiny.num_attention_heads=2",
-    "model.tiny.num_key_value_heads=1",
-    "model.tiny.intermediate_size=64",
+    "+mixture.difficulty.science=1",
     "mixture.train_size=10",
     "mixture.heldout_size=0",
-    "algo.num_generations=2",
-    "algo.max_completion_length=8",
+    "algo.num_generations=4",
+    "algo.max_completion_length=1",
+    "algo.learning_rate=1e-3",
     f"trainer.max_steps={MAX_STEPS}",
     "trainer.save_steps=2",
     "trainer.save_total_limit=10",
@@ -110,14 +109,14 @@ def final_weights_equal(a: Path, b: Path) -> bool:
 
 
 # (mixture overrides, prompts per step): one domain shuffled as a whole (natural), and
-# exact 3:1 quotas over two domains (weighted) whose math pool wraps mid-batch.
+# exact 3:1 quotas over two domains (weighted) whose science pool wraps mid-batch.
 MIXTURES = {
-    "natural": (["domains=[math]", "algo.prompts_per_step=2"], 2),
+    "natural": (["domains=[science]", "algo.prompts_per_step=2"], 2),
     "weighted": (
         [
             "mixture=weighted",
             "domains=[math,science]",
-            "domains.math.weight=3",
+            "domains.science.weight=3",
             "algo.prompts_per_step=4",
         ],
         4,
@@ -129,6 +128,8 @@ MIXTURES = {
 def test_killed_and_resumed_run_sees_the_same_steps_and_data(mixture, tmp_path):
     overrides, prompts = MIXTURES[mixture]
     cache = tmp_path / "cache"
+    start_model = guessing_model(cache, tmp_path / "start")
+    overrides = [*overrides, f"init_from={start_model}"]
     straight_root, broken_root = tmp_path / "straight", tmp_path / "broken"
 
     finish(start(straight_root, cache, *overrides), straight_root)
@@ -136,6 +137,8 @@ def test_killed_and_resumed_run_sees_the_same_steps_and_data(mixture, tmp_path):
     assert [r["step"] for r in straight] == list(range(1, MAX_STEPS + 1))
     expected = {r["step"]: r["ids"] for r in straight}
     assert all(len(ids) == prompts for ids in expected.values())
+    metrics = (run_dir(straight_root) / "metrics.jsonl").read_text().splitlines()
+    assert any(json.loads(m).get("grad_norm", 0) > 0 for m in metrics), "no update to compare"
 
     proc = start(broken_root, cache, *overrides)
     wait_for_checkpoint(broken_root, KILL_AFTER, proc)
