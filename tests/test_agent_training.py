@@ -12,7 +12,13 @@ from rlvr import tiny_model
 from rlvr.agent import rollout_text, score_rollouts, sft_examples, trainer_kwargs, training_row
 from rlvr.rewards import sequential_scorer
 from tasks import micro
-from tasks.environments import NoToolsEnvironment, WorkplaceEnvironment, call_tool, tool_names
+from tasks.environments import (
+    NoToolsEnvironment,
+    WorkplaceEnvironment,
+    call_tool,
+    get_environment_class,
+    tool_names,
+)
 from tasks.micro.agent import CLOSING, LEVELS, tool_listing, tool_turns
 from tasks.schema import make_row, reference_of
 from verifiers import ReasoningFormat, Status, verify
@@ -25,9 +31,10 @@ def tokenizer():
     return tiny_model.build_tokenizer()
 
 
-def workplace_tools() -> list[Any]:
-    env = WorkplaceEnvironment()
-    return [getattr(env, name) for name in tool_names(WorkplaceEnvironment)]
+def environment_tools(environment: str = "workplace") -> list[Any]:
+    env_class = get_environment_class(environment)
+    env = env_class()
+    return [getattr(env, name) for name in tool_names(env_class)]
 
 
 def agent_rows(n: int = 8, seed: int = 0, split: str = "train") -> list[dict[str, Any]]:
@@ -66,14 +73,17 @@ def test_rows_are_deterministic_canonical_and_spread_over_levels(split: str) -> 
     levels = sorted(int(r["id"].split("-")[2][1:]) for r in rows)
     assert levels == sorted(list(LEVELS) * 4)
     for row in rows:
+        level = int(row["id"].split("-")[2][1:])
+        # Easy levels use the four-tool lite workplace (short prompts for the tiny model).
+        expected_env = "workplace_lite" if level <= 2 else "workplace"
         assert (row["domain"], row["verifier"], row["environment"]) == (
             "agent",
             "workplace",
-            "workplace",
+            expected_env,
         )
         assert row["source"] == f"micro/agent/{split}"
         assert [m["role"] for m in row["prompt"]] == ["system", "user"]
-        assert row["prompt"][0]["content"] == tool_listing()
+        assert row["prompt"][0]["content"] == tool_listing(row["environment"])
 
 
 @pytest.mark.parametrize(
@@ -144,7 +154,7 @@ def test_row_listing_renders_like_trl_tools(tokenizer) -> None:
         )
         with_tools = tokenizer.apply_chat_template(
             training_row(row)["prompt"],
-            tools=workplace_tools(),
+            tools=environment_tools(row["environment"]),
             add_generation_prompt=True,
             return_dict=False,
         )
@@ -177,19 +187,19 @@ def test_tokenizer_is_ready_for_trl_tools(tokenizer, tmp_path) -> None:
     assert reloaded.response_template == tiny_model.RESPONSE_TEMPLATE
 
 
-def _parse(tokenizer, text: str) -> dict[str, Any]:
+def _parse(tokenizer, text: str, environment: str = "workplace") -> dict[str, Any]:
     from trl.chat_template_utils import parse_response
 
     prefix = tokenizer.apply_chat_template(
         [{"role": "user", "content": "x"}], add_generation_prompt=True, return_dict=False
     )
     ids = tokenizer.encode(text + tiny_model.IM_END, add_special_tokens=False)
-    return parse_response(tokenizer, ids, prefix=prefix, tools=workplace_tools())
+    return parse_response(tokenizer, ids, prefix=prefix, tools=environment_tools(environment))
 
 
 def test_trl_parses_demonstrations_into_the_gold_calls(tokenizer) -> None:
     for row in agent_rows(8, seed=7):
-        message = _parse(tokenizer, micro.demonstration(row))
+        message = _parse(tokenizer, micro.demonstration(row), row["environment"])
         calls = [c["function"] for c in message["tool_calls"]]
         assert calls == [
             {"name": c["name"], "arguments": c["arguments"]}

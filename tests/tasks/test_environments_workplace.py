@@ -267,7 +267,7 @@ def test_trl_contract() -> None:
 
 def test_environment_registry() -> None:
     factories = environment_factories()
-    assert set(factories) == {"workplace", NO_ENVIRONMENT}
+    assert set(factories) == {"workplace", "workplace_lite", NO_ENVIRONMENT}
     assert isinstance(factories["workplace"](), WorkplaceEnvironment)
     assert factories[""]().reset(prompt="x") is None
     with pytest.raises(UnknownEnvironmentError, match="known environments: workplace"):
