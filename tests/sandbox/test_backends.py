@@ -110,3 +110,16 @@ def test_parallel_runs_use_every_worker(box):
     with ThreadPoolExecutor(box.workers) as pool:
         results = list(pool.map(lambda i: run(box, f"print({i} * 2)"), range(12)))
     assert [r.stdout.strip() for r in results] == [str(i * 2) for i in range(12)]
+
+
+def test_installed_namespace_backends_start_wherever_the_checkout_lives():
+    """A backend whose tool is installed must work as root on Linux: a skip here would hide a
+    broken sandbox (e.g. a fork server read from a checkout that the jail's /tmp hides)."""
+    import shutil
+
+    if os.geteuid() != 0:
+        pytest.skip("namespaced backends need root or user namespaces; checked as root only")
+    reasons = available_backends()
+    if shutil.which("bwrap"):
+        assert reasons["bwrap"] is None, reasons["bwrap"]
+    assert reasons["nsjail"] is None, reasons["nsjail"]

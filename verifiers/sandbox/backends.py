@@ -84,9 +84,26 @@ def can_drop_uid() -> bool:
     return _is_root() and sandbox_python()[1]
 
 
+def server_bootstrap() -> str:
+    """The fork server and its seccomp module as one ``python -c`` program.
+
+    Passing source, not a path, keeps the server independent of where the checkout lives:
+    the jails mount a private tmpfs on /tmp, which would hide a checkout under /tmp.
+    """
+    seccomp_src = SERVER_SCRIPT.with_name("seccomp_filter.py").read_text()
+    server_src = SERVER_SCRIPT.read_text()
+    return (
+        "import sys, types\n"
+        "m = types.ModuleType('seccomp_filter')\n"
+        f"exec(compile({seccomp_src!r}, 'seccomp_filter.py', 'exec'), m.__dict__)\n"
+        "sys.modules['seccomp_filter'] = m\n"
+        f"exec(compile({server_src!r}, 'forkserver.py', 'exec'), {{'__name__': '__main__'}})\n"
+    )
+
+
 def server_argv(config: dict) -> list[str]:
     # -E: ignore PYTHON* variables, -s: no user site, -B: never write .pyc into the system view
-    return [sandbox_python()[0], "-E", "-s", "-B", str(SERVER_SCRIPT), json.dumps(config)]
+    return [sandbox_python()[0], "-E", "-s", "-B", "-c", server_bootstrap(), json.dumps(config)]
 
 
 def nsjail_path() -> str:
