@@ -22,6 +22,23 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
+def barrier() -> None:
+    """Wait for every rank when a process group is up (no-op in single-process runs)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def local_device():
+    """This rank's GPU when there is one, else the CPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return torch.device("cpu")
+
+
 def prepare_run_dir(run: RunConfig, run_dir: Path) -> Path:
     """Create the run folder and write the resolved config (rank 0)."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -88,7 +105,7 @@ class MetricsFileCallback(TrainerCallback):
         }
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        if not state.is_world_process_zero or logs is None:
+        if not is_main_process() or logs is None:  # env rank: see stages.heldout_eval
             return
         record = {"step": state.global_step, **logs, **self.pending}
         length = logs.get("completions/mean_length")

@@ -34,6 +34,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
 
     from rlvr.grpo import report_to
     from rlvr.models import load_tokenizer, model_init_kwargs
+    from rlvr.runs import barrier, is_main_process
 
     final = out_dir / "final"
     if (final / "config.json").exists():
@@ -69,10 +70,10 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
     )
     trainer.train()
     trainer.save_model(str(final))
-    if trainer.is_world_process_zero():
+    if is_main_process():
         tokenizer.padding_side = "left"
         tokenizer.save_pretrained(str(final))
-    trainer.accelerator.wait_for_everyone()
+    barrier()
     return final, time.perf_counter() - start
 
 

@@ -9,7 +9,15 @@ from typing import Any
 from rlvr.config import RunConfig
 from rlvr.data import DomainData, build_domain_data
 from rlvr.rewards import ErrorBudget, Scorer, StepTimer, build_reward_functions
-from rlvr.runs import MetricsFileCallback, device_seconds, is_main_process, read_metrics, write_json
+from rlvr.runs import (
+    MetricsFileCallback,
+    barrier,
+    device_seconds,
+    is_main_process,
+    local_device,
+    read_metrics,
+    write_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,22 +72,23 @@ def warm_start(run: RunConfig, base_path: str, out_dir: Path) -> tuple[str, floa
 def heldout_eval(
     run: RunConfig, model_path: str, data: dict[str, DomainData], scorer: Scorer
 ) -> dict[str, Any]:
-    """Avg@k (sampled) and greedy accuracy per domain on held-out rows; rank 0 only."""
-    from accelerate import PartialState
+    """Avg@k (sampled) and greedy accuracy per domain on held-out rows; rank 0 only.
 
+    Rank comes from the launcher's environment, not from accelerate's state object: the
+    trainer resets that state when it finishes, after which every rank would call itself main.
+    """
     from rlvr.generation import Decoding
     from rlvr.heldout import evaluate_rows
     from rlvr.models import load_model, load_tokenizer
 
-    state = PartialState()
     metrics: dict[str, Any] = {}
     rows = [r for d in data.values() for r in d.heldout]
-    if state.is_main_process and rows:
+    if is_main_process() and rows:
         e = run.eval
         decoding = Decoding(
             k=e.k, temperature=e.temperature, top_p=e.top_p, max_new_tokens=e.max_new_tokens
         )
-        model = load_model(model_path, run.model).to(state.device)
+        model = load_model(model_path, run.model).to(local_device())
         tokenizer = load_tokenizer(model_path, run.model)
         metrics = evaluate_rows(
             model,
@@ -92,7 +101,7 @@ def heldout_eval(
             seed=run.trainer.seed,
         )
         del model
-    state.wait_for_everyone()
+    barrier()
     return metrics
 
 
@@ -211,7 +220,7 @@ def _save_final(trainer, final: Path, run: RunConfig) -> None:
         trainer.save_model(str(final))
     if is_main_process():
         trainer.processing_class.save_pretrained(str(final))
-    trainer.accelerator.wait_for_everyone()
+    barrier()
 
 
 def summarise(
