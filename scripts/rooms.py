@@ -1,7 +1,7 @@
 """Print the README's tree of rooms: one line per package and module, from its docstring.
 
-    python scripts/rooms.py            # print the tree
-    python scripts/rooms.py --check    # exit 1 if README.md's tree is out of date
+python scripts/rooms.py            # print the tree
+python scripts/rooms.py --check    # exit 1 if README.md's tree is out of date
 """
 
 from __future__ import annotations
