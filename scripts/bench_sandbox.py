@@ -30,7 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def shared_data() -> Path:
-    return Path(os.environ.get("RLVR_SHARED_DATA", ROOT.parent / "shared" / "data"))
+    from tasks.registry import shared_data_dir
+
+    return shared_data_dir()
 
 
 def load_humaneval() -> list[dict]:

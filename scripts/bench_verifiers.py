@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from math_verify.parser import parse_expr_cached, parse_latex_cached  # noqa: E402
 
+from tasks.registry import shared_data_dir  # noqa: E402
 from verifiers import _mathverify, known_verifiers, verify  # noqa: E402
 from verifiers.pool import VerifierPool, default_workers  # noqa: E402
 
@@ -99,8 +100,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument("--limit", type=int, default=2000, help="items per domain")
-    default_data = os.environ.get("RLVR_SHARED_DATA", str(REPO_ROOT.parent / "shared" / "data"))
-    parser.add_argument("--data", type=Path, default=Path(default_data))
+    parser.add_argument("--data", type=Path, default=shared_data_dir())
     args = parser.parse_args()
 
     domains = {"math": math_items, "science": science_items}

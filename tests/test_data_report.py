@@ -6,16 +6,14 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from rlvr.config import DomainConfig, MixtureConfig, PathsConfig, RunConfig
 from rlvr.data_report import build_report, load_part, overlap
+from tasks.registry import shared_data_dir
 
-SHARED = Path(
-    os.environ.get("RLVR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared/data")
-)
+SHARED = shared_data_dir()
 needs_shared = pytest.mark.skipif(
     not SHARED.is_dir(), reason=f"shared evaluation data not found at {SHARED}"
 )

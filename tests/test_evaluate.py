@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -11,11 +10,10 @@ from test_merge import one_torch_thread, tiny_family  # noqa: F401  (autouse fix
 
 from rlvr.config import ConfigError, EvalConfig, LoggerConfig, RunConfig
 from rlvr.evaluate import evaluate, load_benchmark, parse_models, summarise
+from tasks.registry import shared_data_dir
 from verifiers import Verdict
 
-SHARED = Path(
-    os.environ.get("RLVR_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared/data")
-)
+SHARED = shared_data_dir()
 
 
 def eval_run(out: Path, models: list[str], tasks: list[str], **kw) -> RunConfig:

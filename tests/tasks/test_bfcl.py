@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import copy
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tasks.bfcl import CATEGORIES, BfclDataError, gold_calls, load_bfcl
+from tasks.registry import shared_data_dir
 from tasks.schema import COLUMNS, reference_of
 from verifiers import Status, get_verifier
 from verifiers.tool_call_parsing import render_tool_calls
 from verifiers.tool_calls import allowed
 
-DATA = Path(
-    os.environ.get(
-        "RLVR_SHARED_DATA", Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-    )
-)
+DATA = shared_data_dir()
 BFCL = DATA / "agent" / "bfcl_v3"
 pytestmark = pytest.mark.skipif(not BFCL.is_dir(), reason=f"BFCL v3 data not found at {BFCL}")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +17,9 @@ if str(REPO_ROOT) not in sys.path:
 
 
 def shared_data_dir() -> Path:
-    return Path(os.environ.get("RLVR_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+    from tasks.registry import shared_data_dir as resolve
+
+    return resolve()
 
 
 @pytest.fixture(scope="session")
