@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.agent import rollout_text, score_rollouts
-from verifiers import ReasoningFormat, Status, Verdict
+from verifiers import Status, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -184,23 +184,3 @@ def build_reward_functions(
         make_domain_reward(d, scorer, budget, timer, table, i == last, format_gate)
         for i, d in enumerate(domains)
     ]
-
-
-def sequential_scorer(
-    reasoning: ReasoningFormat, options: dict[str, dict[str, Any]] | None = None
-) -> Scorer:
-    """In-process scorer (no worker pool); used when a pool is unavailable or for tests."""
-    from verifiers import get_verifier, verify
-
-    options = options or {}
-    cache: dict[str, Any] = {}
-
-    def score(items: list[tuple[str, dict, str]]) -> list[Verdict]:
-        out = []
-        for completion, reference, name in items:
-            if name not in cache:
-                cache[name] = get_verifier(name, **options.get(name, {}))
-            out.append(verify(completion, reference, cache[name], reasoning))
-        return out
-
-    return score

@@ -64,3 +64,15 @@ def build_scorer(
         return [v if v is not None else Verdict.error("item was not scored") for v in results]
 
     return score
+
+
+def sequential_scorer(
+    reasoning: ReasoningFormat, options: dict[str, dict[str, Any]] | None = None
+) -> Scorer:
+    """In-process scorer without the worker pool (no hard time limit); for tests and tools."""
+    verifier_for = VerifierCache(options or {})
+
+    def score(items: list[tuple[str, dict, str]]) -> list[Verdict]:
+        return [verify(c, ref, verifier_for(name), reasoning) for c, ref, name in items]
+
+    return score

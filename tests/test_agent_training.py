@@ -10,7 +10,7 @@ import pytest
 
 from rlvr import tiny_model
 from rlvr.agent import rollout_text, score_rollouts, sft_examples, trainer_kwargs, training_row
-from rlvr.rewards import sequential_scorer
+from rlvr.scoring import sequential_scorer
 from tasks import micro
 from tasks.environments import (
     NoToolsEnvironment,

@@ -14,8 +14,8 @@ from rlvr.rewards import (
     build_reward_functions,
     domain_metrics,
     group_zero_variance_fraction,
-    sequential_scorer,
 )
+from rlvr.scoring import sequential_scorer
 from verifiers import ReasoningFormat, Status, Verdict
 
 IFEVAL_NO_COMMA = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}], "prompt": "p"}
