@@ -73,7 +73,7 @@ def rollout_text(completion: Any) -> str:
     return completion_text(messages)
 
 
-def _live_verdict(environment: Any, text: str, format_gate: bool) -> Verdict | None:
+def live_verdict(environment: Any, text: str, format_gate: bool) -> Verdict | None:
     """The episode verdict of a rollout's environment; None when it has nothing to score."""
     try:
         verdict = episode_verdict(environment)
@@ -97,7 +97,7 @@ def score_rollouts(
     """Verdicts for batch positions ``rows`` (``items`` are their text, reference, verifier):
     the live episode where the rollout ran in an environment, the text scorer elsewhere."""
     verdicts: list[Verdict | None] = [
-        _live_verdict(environments[i], item[0], format_gate) if environments else None
+        live_verdict(environments[i], item[0], format_gate) if environments else None
         for i, item in zip(rows, items, strict=True)
     ]
     pending = [k for k, v in enumerate(verdicts) if v is None]

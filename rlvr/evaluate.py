@@ -96,22 +96,22 @@ def load_benchmark(
         from tasks import micro
 
         domain = name[len(MICRO_PREFIX) :]
-        if domain not in micro.MICRO_DOMAINS:
+        if domain not in micro.DOMAINS:
             raise ConfigError(
                 f"eval task {name!r}: no micro-suite generator for {domain!r}; "
-                f"known: {', '.join(MICRO_PREFIX + d for d in micro.MICRO_DOMAINS)}"
+                f"known: {', '.join(MICRO_PREFIX + d for d in micro.DOMAINS)}"
             )
         rows = micro.generate(domain, limit or 64, seed, difficulty, split="heldout")
     else:
         from tasks.registry import load_task_rows
 
         rows = load_task_rows(name, limit=limit, data_dir=data_dir, seed=seed)
-    if any(r.get("environment") for r in rows):
-        raise ConfigError(
-            f"eval task {name!r} holds multi-turn environment episodes; rlvr.evaluate scores "
-            "single-turn completions only"
-        )
     return rows
+
+
+def is_episodic(rows: Sequence[dict]) -> bool:
+    """Rows that name a tool environment run as multi-turn episodes, not single completions."""
+    return any(r.get("environment") for r in rows)
 
 
 class Backend(Protocol):
@@ -225,6 +225,29 @@ def sample_records(
     ]
 
 
+def generate_and_score(
+    backend: Backend, rows: list[dict], decoding: Decoding, scorer: Scorer, format_gate: bool
+) -> tuple[list[list[str]], list]:
+    """Completions and verdicts per row; environment rows run as live tool episodes."""
+    if is_episodic(rows):
+        from rlvr.episodes import run_episodes
+
+        if not isinstance(backend, TransformersBackend):
+            raise ConfigError("tool-environment benchmarks need eval.backend=transformers")
+        results = run_episodes(
+            backend.model,
+            backend.tokenizer,
+            rows,
+            decoding,
+            batch_size=backend.batch_size,
+            seed=backend.seed,
+            format_gate=format_gate,
+        )
+        return [[e.text for e in r] for r in results], [[e.verdict for e in r] for r in results]
+    completions = backend.generate([r["prompt"] for r in rows], decoding)
+    return completions, score_completions(rows, completions, scorer)
+
+
 def evaluate_benchmark(
     backend: Backend,
     label: str,
@@ -233,19 +256,16 @@ def evaluate_benchmark(
     decoding: Decoding,
     scorer: Scorer,
     with_greedy: bool,
+    format_gate: bool = False,
 ) -> tuple[list[dict], dict[str, Any]]:
     """Per-sample records and the summary of one model on one benchmark."""
     started = time.perf_counter()
-    prompts = [r["prompt"] for r in rows]
-    sampled = backend.generate(prompts, decoding)
-    greedy = None
+    sampled, sampled_v = generate_and_score(backend, rows, decoding, scorer, format_gate)
+    greedy, greedy_v = None, None
     if with_greedy:
-        greedy = backend.generate(
-            prompts, Decoding(greedy=True, max_new_tokens=decoding.max_new_tokens)
-        )
-    generation_s = time.perf_counter() - started
-    sampled_v = score_completions(rows, sampled, scorer)
-    greedy_v = score_completions(rows, greedy, scorer) if greedy is not None else None
+        greedy_decoding = Decoding(greedy=True, max_new_tokens=decoding.max_new_tokens)
+        greedy, greedy_v = generate_and_score(backend, rows, greedy_decoding, scorer, format_gate)
+    sampling_s = time.perf_counter() - started  # generation and scoring
     records = sample_records(label, bench, rows, sampled, sampled_v, "sample")
     if greedy is not None:
         records += sample_records(label, bench, rows, greedy, greedy_v, "greedy")
@@ -254,8 +274,8 @@ def evaluate_benchmark(
         "benchmark": bench,
         "domain": benchmark_domain(bench),
         **summarise(rows, sampled_v, greedy_v, decoding.k),
-        "generation_s": generation_s,
-        "samples_per_s": len(records) / generation_s if generation_s > 0 else 0.0,
+        "sampling_s": sampling_s,
+        "samples_per_s": len(records) / sampling_s if sampling_s > 0 else 0.0,
         "seconds": time.perf_counter() - started,
         "decoding": vars(decoding).copy(),
     }
@@ -334,6 +354,11 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
         t: load_benchmark(t, e.max_prompts, run.paths.data_dir, e.seed, levels.get(_domain_of(t)))
         for t in e.tasks
     }
+    if e.backend == "vllm" and (episodic := [t for t in e.tasks if is_episodic(rows[t])]):
+        raise ConfigError(
+            f"eval tasks {episodic} run multi-turn tool episodes, which use transformers "
+            "generation; set eval.backend=transformers or drop them from eval.tasks"
+        )
     decoding = Decoding(e.k, e.temperature, e.top_p, e.max_new_tokens)
     root = study_dir(run) / "eval"
     scorer = make_eval_scorer(run)
@@ -351,8 +376,9 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
             if isinstance(backend, TransformersBackend):
                 backend.desc = f"{entry.label}/{bench}"
             records, summary = evaluate_benchmark(
-                backend, entry.label, bench, rows[bench], decoding, scorer, e.greedy
-            )
+                backend, entry.label, bench, rows[bench], decoding, scorer, e.greedy,
+                run.algo.format_gate,
+            )  # fmt: skip
             write_results(folder, bench, records, {**summary, "model_path": path})
             log.info(
                 "%s %s: avg@%d %.3f pass@%d %.3f (%d prompts)",

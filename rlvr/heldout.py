@@ -11,6 +11,7 @@ from typing import Any
 
 from rlvr.generation import Decoding, generate
 from rlvr.rewards import Scorer
+from verifiers import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,50 @@ def score_completions(rows: Sequence[dict], completions: Sequence[Sequence[str]]
     return out
 
 
+def sample_and_score(
+    model,
+    tokenizer,
+    rows: Sequence[dict],
+    decoding: Decoding,
+    scorer: Scorer,
+    *,
+    batch_size: int = 64,
+    seed: int = 0,
+    format_gate: bool = False,
+) -> tuple[list[list[str]], list[list[Verdict]]]:
+    """Completions and verdicts per row: rows naming an environment run as tool episodes
+    scored on their live environment (as in GRPO), the rest as text scored by ``scorer``."""
+    from rlvr.episodes import run_episodes
+
+    texts: list[list[str]] = [[] for _ in rows]
+    verdicts: list[list[Verdict]] = [[] for _ in rows]
+    episodic = [i for i, r in enumerate(rows) if r.get("environment")]
+    plain = [i for i, r in enumerate(rows) if not r.get("environment")]
+    if plain:
+        part = [rows[i] for i in plain]
+        completions = generate(
+            model, tokenizer, [r["prompt"] for r in part], decoding, batch_size, seed
+        )
+        for i, cs, vs in zip(
+            plain, completions, score_completions(part, completions, scorer), strict=True
+        ):
+            texts[i], verdicts[i] = cs, vs
+    if episodic:
+        results = run_episodes(
+            model,
+            tokenizer,
+            [rows[i] for i in episodic],
+            decoding,
+            batch_size=batch_size,
+            seed=seed,
+            format_gate=format_gate,
+        )
+        for i, episodes in zip(episodic, results, strict=True):
+            texts[i] = [e.text for e in episodes]
+            verdicts[i] = [e.verdict for e in episodes]
+    return texts, verdicts
+
+
 def evaluate_rows(
     model,
     tokenizer,
@@ -46,21 +91,15 @@ def evaluate_rows(
     with_greedy: bool = True,
     batch_size: int = 64,
     seed: int = 0,
+    format_gate: bool = False,
 ) -> dict[str, dict[str, float]]:
     """Per-domain metrics on held-out rows: avg@k, pass@k, greedy accuracy, sample counts."""
-    sampled = generate(model, tokenizer, [r["prompt"] for r in rows], decoding, batch_size, seed)
-    sampled_verdicts = score_completions(rows, sampled, scorer)
+    options = {"batch_size": batch_size, "seed": seed, "format_gate": format_gate}
+    _, sampled_verdicts = sample_and_score(model, tokenizer, rows, decoding, scorer, **options)
     greedy_verdicts = None
     if with_greedy:
-        greedy = generate(
-            model,
-            tokenizer,
-            [r["prompt"] for r in rows],
-            Decoding(greedy=True, max_new_tokens=decoding.max_new_tokens),
-            batch_size,
-            seed,
-        )
-        greedy_verdicts = score_completions(rows, greedy, scorer)
+        greedy = Decoding(greedy=True, max_new_tokens=decoding.max_new_tokens)
+        _, greedy_verdicts = sample_and_score(model, tokenizer, rows, greedy, scorer, **options)
     per_domain: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         per_domain[r["domain"]].append(i)

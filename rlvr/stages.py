@@ -99,6 +99,7 @@ def heldout_eval(
             with_greedy=e.greedy,
             batch_size=e.batch_size,
             seed=run.trainer.seed,
+            format_gate=run.algo.format_gate,
         )
         del model
     barrier()

@@ -159,3 +159,21 @@ def test_micro_difficulty_selects_levels():
     easy = load_benchmark("micro_math", 6, str(SHARED), 0, difficulty=1)
     assert easy == micro.generate("math", 6, 0, 1, split="heldout")
     assert easy != load_benchmark("micro_math", 6, str(SHARED), 0, difficulty=3)
+
+
+def test_agent_benchmark_runs_as_tool_episodes(family, tmp_path):
+    """micro_agent rows name an environment: each sample is a live episode, scored on it."""
+    base, _ = family
+    run = eval_run(tmp_path, [f"b={base}"], ["micro_agent"], k=2, max_new_tokens=16)
+    study = evaluate(run)
+    records = read_jsonl(study / "eval" / "b" / "micro_agent.jsonl")
+    assert len([r for r in records if r["mode"] == "sample"]) == 3 * 2
+    assert {r["status"] for r in records} <= {"correct", "wrong", "format_error", "error"}
+    summary = json.loads((study / "eval" / "b" / "micro_agent.json").read_text())
+    assert summary["domain"] == "agent" and summary["prompts"] == 3
+
+
+def test_agent_benchmark_with_vllm_fails_before_any_model_loads(tmp_path):
+    run = eval_run(tmp_path, ["tiny"], ["micro_math", "micro_agent"], backend="vllm")
+    with pytest.raises(ConfigError, match=r"\['micro_agent'\].*eval.backend=transformers"):
+        evaluate(run)

@@ -26,6 +26,7 @@ MICRO_DOMAINS: tuple[str, ...] = tuple(_MODULES)
 # agent rows carry a tool environment and a system tool listing: kept out of the
 # single-turn text domains above, but generate/demonstration/levels serve them too.
 _MODULES["agent"] = agent
+DOMAINS: tuple[str, ...] = tuple(_MODULES)  # every micro-suite domain, agent included
 
 
 def _module(domain: str) -> ModuleType:
@@ -33,7 +34,7 @@ def _module(domain: str) -> ModuleType:
         return _MODULES[domain]
     except KeyError:
         raise ValueError(
-            f"no micro-suite generator for domain {domain!r}; known: {', '.join(MICRO_DOMAINS)}"
+            f"no micro-suite generator for domain {domain!r}; known: {', '.join(DOMAINS)}"
         ) from None
 
 
@@ -58,4 +59,12 @@ def demonstration(row: Mapping[str, Any]) -> str:
     return _module(row["domain"]).demonstration(user_text(row), reference_of(row))
 
 
-__all__ = ["HELDOUT_FRACTION", "MICRO_DOMAINS", "SPLITS", "demonstration", "generate", "levels"]
+__all__ = [
+    "DOMAINS",
+    "HELDOUT_FRACTION",
+    "MICRO_DOMAINS",
+    "SPLITS",
+    "demonstration",
+    "generate",
+    "levels",
+]

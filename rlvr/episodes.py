@@ -1,0 +1,215 @@
+"""Multi-turn tool episodes for evaluation: the model's turns, the tools' answers, the live verdict.
+
+Held-out and benchmark rows that name an environment are scored the way GRPO rollouts are:
+TRL's tool loop, replayed with transformers generation. Each episode renders its prompt with
+the environment's tools through the chat template, parses every turn with TRL's
+``parse_response``, runs the calls on a live environment, appends the results as tool turns
+(token ids concatenated, never re-rendered) and scores the environment's final episode. Turns
+share one token budget (GRPO's ``max_completion_length``); a tool result that would overflow
+it ends the episode, as in TRL.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlvr.agent import live_verdict, prepare_tokenizer, rollout_text, training_row
+from rlvr.generation import Decoding
+from tasks.environments import call_tool, get_environment_class, tool_names
+from verifiers import Verdict
+
+log = logging.getLogger(__name__)
+
+MAX_TOOL_TURNS = 8  # a model that keeps calling tools stops here even within its token budget
+
+
+@dataclass
+class Episode:
+    """One rollout in progress: its environment, rendered ids and the turns so far."""
+
+    environment: Any
+    tools: list[Any]
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tool_turns: int = 0
+    finished: bool = False
+
+    @property
+    def ids(self) -> list[int]:
+        return self.prompt_ids + self.completion_ids
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    text: str  # the rollout as text: assistant turns with their tool calls, and tool results
+    verdict: Verdict
+    tokens: int  # completion tokens: the model's turns and the tool results between them
+    tool_turns: int
+
+
+def episode_tokenizer(tokenizer: Any) -> Any:
+    """The tokenizer with the response template TRL parses tool calls with."""
+    tokenizer = prepare_tokenizer(tokenizer)
+    if getattr(tokenizer, "response_template", None) or getattr(tokenizer, "response_schema", None):
+        return tokenizer
+    from trl.chat_template_utils import add_response_schema
+
+    try:
+        return add_response_schema(tokenizer)
+    except ValueError as exc:
+        raise ValueError(
+            "tool episodes need a tokenizer whose chat template TRL can parse tool calls from "
+            f"({exc}); set tokenizer.response_template, or evaluate this model on text-only tasks"
+        ) from exc
+
+
+def start_episode(tokenizer: Any, row: dict[str, Any]) -> Episode:
+    """A fresh environment reset from the row (as TRL resets it) and the rendered prompt."""
+    environment = get_environment_class(row["environment"])()
+    observation = environment.reset(**{k: v for k, v in row.items() if k != "environment"})
+    prompt = [dict(m) for m in training_row(row)["prompt"]]
+    if isinstance(observation, str):
+        prompt[-1] = {**prompt[-1], "content": prompt[-1]["content"] + observation}
+    tools = [getattr(environment, name) for name in tool_names(type(environment))]
+    prompt_ids = tokenizer.apply_chat_template(
+        prompt, tools=tools or None, add_generation_prompt=True, tokenize=True, return_dict=False
+    )
+    return Episode(environment, tools, list(prompt_ids))
+
+
+def tool_suffix_ids(tokenizer: Any, tool_messages: list[dict[str, Any]]) -> list[int]:
+    """Token ids that follow an assistant tool-call turn: the tool results, then the next
+    assistant header (TRL's construction: a dummy conversation with and without them)."""
+    call = {"type": "function", "function": {"name": tool_messages[0]["name"], "arguments": {}}}
+    dummy = [
+        {"role": "user", "content": "dummy"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
+    prefix = tokenizer.apply_chat_template(dummy, tokenize=True, return_dict=False)
+    full = tokenizer.apply_chat_template(
+        dummy + tool_messages, add_generation_prompt=True, tokenize=True, return_dict=False
+    )
+    eos = [i for i, t in enumerate(prefix) if t == tokenizer.eos_token_id]
+    prefix = prefix[: eos[-1] + 1] if eos else prefix
+    if list(full[: len(prefix)]) != list(prefix):
+        raise ValueError("chat template does not render tool results as a suffix of the turn")
+    return list(full[len(prefix) :])
+
+
+def run_tools(episode: Episode, calls: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool messages for one turn's calls; a failing call answers with its error, as in TRL."""
+    messages = []
+    for call in calls:
+        function = call.get("function") or {}
+        name = function.get("name", "unknown")
+        try:
+            result: Any = call_tool(episode.environment, name, function.get("arguments"))
+        except Exception as exc:  # the model's arguments, not our bug: an observation
+            result = {"error": str(exc)}
+        messages.append({"role": "tool", "name": name, "content": str(result)})
+    return messages
+
+
+def _generate_turns(
+    model: Any, tokenizer: Any, episodes: list[Episode], decoding: Decoding, budget: int
+) -> list[list[int]]:
+    """One more turn for each episode (left-padded batch); ids up to and including EOS."""
+    import torch
+
+    device = next(model.parameters()).device
+    width = max(len(e.ids) for e in episodes)
+    pad = tokenizer.pad_token_id
+    input_ids = torch.tensor([[pad] * (width - len(e.ids)) + e.ids for e in episodes])
+    mask = torch.tensor([[0] * (width - len(e.ids)) + [1] * len(e.ids) for e in episodes])
+    kwargs: dict[str, Any] = {
+        "max_new_tokens": max(budget - len(e.completion_ids) for e in episodes),
+        "pad_token_id": pad,
+        "eos_token_id": tokenizer.eos_token_id,
+    }
+    if decoding.greedy:
+        kwargs["do_sample"] = False
+    else:
+        kwargs.update(
+            do_sample=True, temperature=decoding.temperature, top_p=decoding.top_p, top_k=0
+        )
+    with torch.inference_mode():
+        out = model.generate(
+            input_ids=input_ids.to(device), attention_mask=mask.to(device), **kwargs
+        )
+    turns = []
+    for e, row in zip(episodes, out[:, width:].tolist(), strict=True):
+        row = row[: budget - len(e.completion_ids)]
+        if tokenizer.eos_token_id in row:
+            row = row[: row.index(tokenizer.eos_token_id) + 1]
+        turns.append(row)
+    return turns
+
+
+def _advance(tokenizer: Any, episode: Episode, turn: list[int], budget: int, limit: int) -> None:
+    """Record one generated turn; run its tool calls and append their results when they fit."""
+    from trl.chat_template_utils import parse_response
+
+    parsed = parse_response(tokenizer, turn, prefix=episode.ids, tools=episode.tools)
+    episode.completion_ids += turn
+    episode.messages.append(parsed)
+    calls = parsed.get("tool_calls")
+    if not calls or episode.tool_turns >= MAX_TOOL_TURNS:
+        episode.finished = True
+        return
+    results = run_tools(episode, calls)
+    suffix = tool_suffix_ids(tokenizer, results)
+    if (
+        len(episode.completion_ids) + len(suffix) > budget
+        or len(episode.ids) + len(suffix) >= limit
+    ):
+        episode.finished = True  # TRL drops tool results that overflow the budget
+        return
+    episode.completion_ids += suffix
+    episode.messages += results
+    episode.tool_turns += 1
+
+
+def run_episodes(
+    model: Any,
+    tokenizer: Any,
+    rows: Sequence[dict[str, Any]],
+    decoding: Decoding,
+    *,
+    batch_size: int = 64,
+    seed: int = 0,
+    format_gate: bool = False,
+) -> list[list[EpisodeResult]]:
+    """``decoding.k`` sampled episodes per row (one when greedy), each scored on its live
+    environment; ``decoding.max_new_tokens`` is the token budget of a whole episode."""
+    import torch
+
+    tokenizer = episode_tokenizer(tokenizer)
+    per_row = 1 if decoding.greedy else decoding.k
+    episodes = [start_episode(tokenizer, dict(r)) for r in rows for _ in range(per_row)]
+    limit = getattr(model.config, "max_position_embeddings", 1 << 30)
+    budget = decoding.max_new_tokens
+    was_training = model.training
+    model.eval()
+    torch.manual_seed(seed)
+    while active := [e for e in episodes if not e.finished]:
+        active.sort(key=lambda e: len(e.ids))  # similar lengths share a batch
+        for start in range(0, len(active), batch_size):
+            chunk = active[start : start + batch_size]
+            for episode, turn in zip(
+                chunk, _generate_turns(model, tokenizer, chunk, decoding, budget), strict=True
+            ):
+                _advance(tokenizer, episode, turn, budget, limit)
+                if len(episode.completion_ids) >= budget:
+                    episode.finished = True
+    model.train(was_training)
+    results = []
+    for e in episodes:
+        text = rollout_text(e.messages)
+        verdict = live_verdict(e.environment, text, format_gate)
+        verdict = verdict or Verdict.error("the row's task has no episode rule")
+        results.append(EpisodeResult(text, verdict, len(e.completion_ids), e.tool_turns))
+    return [results[i * per_row : (i + 1) * per_row] for i in range(len(rows))]
