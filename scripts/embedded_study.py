@@ -111,6 +111,7 @@ def main() -> None:
     parser.add_argument("--domains", nargs="+", default=list(DOMAINS), choices=DOMAINS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--jobs", type=int, default=1, help="GRPO arms run at once")
+    parser.add_argument("--threads", type=int, help="torch threads per arm (cores / jobs)")
     parser.add_argument("--output-root", default=str(REPO / "outputs"))
     args, extra = parser.parse_known_args()
     if bad := [e for e in extra if "=" not in e or e.startswith("-")]:
@@ -119,7 +120,7 @@ def main() -> None:
     cores = os.cpu_count() or 1
     ensure_sft(root, cores)
     points = [(d, s) for s in args.seeds for d in args.domains]
-    threads = max(1, cores // args.jobs)
+    threads = args.threads or max(1, cores // args.jobs)
     with ThreadPoolExecutor(args.jobs) as pool:
         for line in pool.map(lambda p: run_arm(root, p[0], p[1], extra, threads), points):
             print(line, flush=True)
