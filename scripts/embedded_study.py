@@ -69,8 +69,9 @@ def _pct(x: float) -> str:
 
 def table(root: Path, domains: list[str], seeds: list[int]) -> str:
     lines = [
-        "| domain | SFT Avg@k (greedy) | after GRPO Avg@k (greedy) | Δ Avg@k per seed | mean Δ | GRPO s |",
-        "|---|---|---|---|---|---|",
+        "| domain | SFT Avg@k (greedy) | SFT pass@k | after GRPO Avg@k (greedy) "
+        "| Δ Avg@k per seed | mean Δ | GRPO s |",
+        "|---|---|---|---|---|---|---|",
     ]
     passed, shape = 0, "no finished arms"
     for domain in domains:
@@ -80,7 +81,7 @@ def table(root: Path, domains: list[str], seeds: list[int]) -> str:
             if path.is_file():
                 runs.append(json.loads(path.read_text()))
         if not runs:
-            lines.append(f"| {domain} | – | – | – | – | – |")
+            lines.append(f"| {domain} | – | – | – | – | – | – |")
             continue
         start = [r["heldout"]["start"][domain] for r in runs]
         after = [r["heldout"]["rl"][domain] for r in runs]
@@ -94,6 +95,7 @@ def table(root: Path, domains: list[str], seeds: list[int]) -> str:
 
         lines.append(
             f"| {domain} | {mean(start, 'avg_at_k')} ({mean(start, 'greedy_accuracy')}) "
+            f"| {mean(start, 'pass_at_k')} "
             f"| {mean(after, 'avg_at_k')} ({mean(after, 'greedy_accuracy')}) "
             f"| {', '.join(f'{d:+.1f}' for d in deltas)} | **{mean_delta:+.1f}** "
             f"| {statistics.mean(r['rl']['seconds'] for r in runs):.0f} |"
@@ -113,17 +115,19 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="GRPO arms run at once")
     parser.add_argument("--threads", type=int, help="torch threads per arm (cores / jobs)")
     parser.add_argument("--output-root", default=str(REPO / "outputs"))
+    parser.add_argument("--table-only", action="store_true", help="tabulate finished arms only")
     args, extra = parser.parse_known_args()
     if bad := [e for e in extra if "=" not in e or e.startswith("-")]:
         parser.error(f"unknown arguments {bad}; pass Hydra overrides as key=value")
     root = Path(args.output_root).resolve()
     cores = os.cpu_count() or 1
-    ensure_sft(root, cores)
-    points = [(d, s) for s in args.seeds for d in args.domains]
-    threads = args.threads or max(1, cores // args.jobs)
-    with ThreadPoolExecutor(args.jobs) as pool:
-        for line in pool.map(lambda p: run_arm(root, p[0], p[1], extra, threads), points):
-            print(line, flush=True)
+    if not args.table_only:
+        ensure_sft(root, cores)
+        points = [(d, s) for s in args.seeds for d in args.domains]
+        threads = args.threads or max(1, cores // args.jobs)
+        with ThreadPoolExecutor(args.jobs) as pool:
+            for line in pool.map(lambda p: run_arm(root, p[0], p[1], extra, threads), points):
+                print(line, flush=True)
     text = table(root, args.domains, args.seeds)
     (root / "tiny_study").mkdir(parents=True, exist_ok=True)
     (root / "tiny_study" / "table.md").write_text(text + "\n")

@@ -26,7 +26,8 @@ study = load_script()
 
 def write_arm(root: Path, domain: str, seed: int, start: float, after: float) -> None:
     def metrics(avg: float) -> dict:
-        return {domain: {"avg_at_k": avg, "greedy_accuracy": avg, "prompts": 64, "k": 8}}
+        m = {"avg_at_k": avg, "greedy_accuracy": avg, "pass_at_k": 0.9, "prompts": 64, "k": 8}
+        return {domain: m}
 
     out = study.arm_dir(root, domain, seed)
     out.mkdir(parents=True)
@@ -41,8 +42,8 @@ def test_table_reports_every_seed_and_the_mean(tmp_path: Path) -> None:
     text = study.table(tmp_path, ["math", "code", "agent"], [0, 1])
     math_row = next(line for line in text.splitlines() if line.startswith("| math"))
     assert "+8.0, +4.0" in math_row and "**+6.0**" in math_row
-    assert "| 20.0 (20.0) | 26.0 (26.0) |" in math_row
-    assert "| code | 50.0 (50.0) | 52.0 (52.0) | +2.0 | **+2.0**" in text
+    assert "| 20.0 (20.0) | 90.0 | 26.0 (26.0) |" in math_row
+    assert "| code | 50.0 (50.0) | 90.0 | 52.0 (52.0) | +2.0 | **+2.0**" in text
     assert "| agent | – |" in text  # no run: shown, not invented
     assert "64 held-out prompts per domain, k=8" in text
     assert "1 of 3 domains rise by at least 5 points" in text
