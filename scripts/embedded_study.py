@@ -97,7 +97,8 @@ def table(root: Path, domains: list[str], seeds: list[int]) -> str:
             f"| {domain} | {mean(start, 'avg_at_k')} ({mean(start, 'greedy_accuracy')}) "
             f"| {mean(start, 'pass_at_k')} "
             f"| {mean(after, 'avg_at_k')} ({mean(after, 'greedy_accuracy')}) "
-            f"| {', '.join(f'{d:+.1f}' for d in deltas)} | **{mean_delta:+.1f}** "
+            f"| {', '.join(f'{d:+.1f}' for d in deltas)} "
+            f"| {f'**{mean_delta:+.1f}**' if mean_delta >= TARGET_POINTS else f'{mean_delta:+.1f}'} "
             f"| {statistics.mean(r['rl']['seconds'] for r in runs):.0f} |"
         )
     lines += [
