@@ -16,11 +16,18 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from rlvr.config import ConfigError, RunConfig
+from rlvr.eval_backends import (
+    Backend,
+    TransformersBackend,
+    VllmBackend,
+    generate_and_score,
+    is_episodic,
+)
 from rlvr.generation import Decoding
-from rlvr.heldout import pass_at_k, score_completions
+from rlvr.heldout import pass_at_k
 from rlvr.rewards import Scorer
 
 log = logging.getLogger(__name__)
@@ -109,83 +116,6 @@ def load_benchmark(
     return rows
 
 
-def is_episodic(rows: Sequence[dict]) -> bool:
-    """Rows that name a tool environment run as multi-turn episodes, not single completions."""
-    return any(r.get("environment") for r in rows)
-
-
-class Backend(Protocol):
-    def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
-        """Completions per prompt (k, or one when greedy), in input order."""
-
-
-@dataclass
-class TransformersBackend:
-    """Batched, left-padded generation through ``rlvr.generation`` with a progress bar."""
-
-    model: Any
-    tokenizer: Any
-    batch_size: int
-    seed: int
-    desc: str = ""
-
-    def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
-        from tqdm.auto import tqdm
-
-        from rlvr.generation import generate
-
-        per_prompt = 1 if decoding.greedy else decoding.k
-        chunk = max(1, self.batch_size // per_prompt) * 4  # a few batches per progress tick
-        # similar lengths share a chunk (less padding); results go back to input order
-        order = sorted(
-            range(len(prompts)), key=lambda i: sum(len(m.get("content") or "") for m in prompts[i])
-        )
-        out: list[list[str]] = [[] for _ in prompts]
-        bar = tqdm(total=len(prompts), desc=self.desc, unit="prompt", leave=False)
-        for start in range(0, len(order), chunk):
-            idx = order[start : start + chunk]
-            part = [prompts[i] for i in idx]
-            texts = generate(
-                self.model, self.tokenizer, part, decoding, self.batch_size, self.seed + start
-            )
-            for i, t in zip(idx, texts, strict=True):
-                out[i] = t
-            bar.update(len(part))
-        bar.close()
-        return out
-
-
-@dataclass
-class VllmBackend:
-    """vLLM generation (GPU); imported only when ``eval.backend=vllm``."""
-
-    llm: Any
-    tokenizer: Any
-    seed: int
-
-    @classmethod
-    def load(cls, path: str, dtype: str, seed: int) -> VllmBackend:
-        from vllm import LLM
-
-        llm = LLM(model=path, dtype=dtype if dtype != "float32" else "auto", seed=seed)
-        return cls(llm, llm.get_tokenizer(), seed)
-
-    def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
-        from vllm import SamplingParams
-
-        from rlvr.generation import render_prompts
-
-        params = SamplingParams(
-            n=1 if decoding.greedy else decoding.k,
-            temperature=0.0 if decoding.greedy else decoding.temperature,
-            top_p=1.0 if decoding.greedy else decoding.top_p,
-            max_tokens=decoding.max_new_tokens,
-            seed=self.seed,
-        )
-        outputs = self.llm.generate(render_prompts(self.tokenizer, prompts), params)
-        return [[o.text for o in out.outputs] for out in outputs]
-
-
 def summarise(rows: Sequence[dict], sampled: list, greedy: list | None, k: int) -> dict[str, Any]:
     """Avg@k (mean score), unbiased pass@j for j = 1, 2, 4, .. k, greedy accuracy, statuses."""
     n = len(rows)
@@ -223,29 +153,6 @@ def sample_records(
         for row, texts, vs in zip(rows, completions, verdicts, strict=True)
         for i, (text, v) in enumerate(zip(texts, vs, strict=True))
     ]
-
-
-def generate_and_score(
-    backend: Backend, rows: list[dict], decoding: Decoding, scorer: Scorer, format_gate: bool
-) -> tuple[list[list[str]], list]:
-    """Completions and verdicts per row; environment rows run as live tool episodes."""
-    if is_episodic(rows):
-        from rlvr.episodes import run_episodes
-
-        if not isinstance(backend, TransformersBackend):
-            raise ConfigError("tool-environment benchmarks need eval.backend=transformers")
-        results = run_episodes(
-            backend.model,
-            backend.tokenizer,
-            rows,
-            decoding,
-            batch_size=backend.batch_size,
-            seed=backend.seed,
-            format_gate=format_gate,
-        )
-        return [[e.text for e in r] for r in results], [[e.verdict for e in r] for r in results]
-    completions = backend.generate([r["prompt"] for r in rows], decoding)
-    return completions, score_completions(rows, completions, scorer)
 
 
 def evaluate_benchmark(

@@ -121,7 +121,7 @@ def test_shared_benchmark_rows_load_with_a_limit():
 def test_backend_returns_completions_in_input_order(family):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rlvr.evaluate import TransformersBackend
+    from rlvr.eval_backends import TransformersBackend
     from rlvr.generation import Decoding, generate
 
     base, _ = family
