@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "embedded_study.py"
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("embedded_study", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-study = load_script()
+study = load_script("embedded_study")
 
 
 def write_arm(root: Path, domain: str, seed: int, start: float, after: float) -> None:

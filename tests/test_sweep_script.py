@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "sweep_accelerate.py"
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("sweep_accelerate", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-sweep = load_script()
+sweep = load_script("sweep_accelerate")
 
 # (overrides, expected points in order)
 EXPANSIONS = [
