@@ -30,15 +30,15 @@ def empty_state() -> dict[str, list[dict[str, Any]]]:
     return {table: [] for table in TABLES}
 
 
-def task_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The workplace task in a row's reference, or None for rows of other domains."""
+def task_of(row: Mapping[str, Any], environment: str = "workplace") -> dict[str, Any] | None:
+    """The ``environment`` task in a row's reference, or None for rows of other environments."""
     reference = row.get("reference")
     if isinstance(reference, str):
         try:
             reference = json.loads(reference)
         except json.JSONDecodeError:
             return None
-    if not isinstance(reference, Mapping) or reference.get("environment") != "workplace":
+    if not isinstance(reference, Mapping) or reference.get("environment") != environment:
         return None
     task = reference.get("task")
     return dict(task) if isinstance(task, Mapping) else None

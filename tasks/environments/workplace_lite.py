@@ -8,35 +8,25 @@ under its own ``@tool`` guard so the call log holds the lite names.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from tasks.environments.tooling import CallRecord, tool
-from tasks.environments.workplace import WorkplaceEnvironment, empty_state
-from tasks.environments.workplace_tasks import NAMES, TODOS, WORDS, initial_state
-from tasks.schema import make_row
+from tasks.environments.workplace import WorkplaceEnvironment, empty_state, task_of
+from tasks.environments.workplace_tasks import (
+    NAMES,
+    TODOS,
+    WORDS,
+    Step,
+    compose,
+    gold_call,
+    initial_state,
+    task_rows,
+)
 
 NAME = "workplace_lite"
 LEVELS: tuple[int, ...] = (1, 2)
-
-Call = dict[str, Any]
-Step = tuple[str, list[Call]]  # prompt fragment and its gold calls
-
-
-def lite_task_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The lite task in a row's reference, or None for rows of other environments."""
-    reference = row.get("reference")
-    if isinstance(reference, str):
-        try:
-            reference = json.loads(reference)
-        except json.JSONDecodeError:
-            return None
-    if not isinstance(reference, Mapping) or reference.get("environment") != NAME:
-        return None
-    task = reference.get("task")
-    return dict(task) if isinstance(task, Mapping) else None
 
 
 def _body(name: str) -> Callable[..., str]:
@@ -54,7 +44,7 @@ class WorkplaceLiteEnvironment:
 
     def reset(self, **row: Any) -> None:
         """Start an episode from a dataset row (its ``reference`` holds the task)."""
-        self._task = lite_task_of(row)
+        self._task = task_of(row, NAME)
         self._load((self._task or {}).get("state") or empty_state())
         return None  # the instruction is already in the row's prompt
 
@@ -112,29 +102,25 @@ class WorkplaceLiteEnvironment:
 # -- tasks: one call per step, requests of a few words --
 
 
-def _call(tool_name: str, **arguments: Any) -> Call:
-    return {"name": tool_name, "arguments": arguments}
-
-
 def _email(rng: random.Random, state: dict[str, Any]) -> Step:
     name, word = rng.choice(state["contacts"])["name"], rng.choice(WORDS)
-    return f"Email {name}: {word}", [_call("email", to=name, body=word)]
+    return f"Email {name}: {word}", [gold_call("email", to=name, body=word)]
 
 
 def _contact(rng: random.Random, state: dict[str, Any]) -> Step:
     name = rng.choice([n for n in NAMES if n not in {c["name"] for c in state["contacts"]}])
     address = f"{name}@x.io"
-    return f"Save {name}: {address}", [_call("contact", name=name, email=address)]
+    return f"Save {name}: {address}", [gold_call("contact", name=name, email=address)]
 
 
 def _todo(rng: random.Random, state: dict[str, Any]) -> Step:
     title = rng.choice([t for t in TODOS if t not in {x["title"] for x in state["todos"]}])
-    return f"Todo: {title}", [_call("todo", title=title)]
+    return f"Todo: {title}", [gold_call("todo", title=title)]
 
 
 def _done(rng: random.Random, state: dict[str, Any]) -> Step:
     title = rng.choice(state["todos"])["title"]
-    return f"Done: {title}", [_call("done", title=title)]
+    return f"Done: {title}", [gold_call("done", title=title)]
 
 
 # Steps read the initial state but never depend on each other, so any two combine.
@@ -149,29 +135,11 @@ STEPS: tuple[Callable[[random.Random, dict[str, Any]], Step], ...] = (
 def make_lite_task(rng: random.Random, difficulty: int) -> tuple[str, dict[str, Any]]:
     """One request of ``difficulty`` independent steps and its task (state, gold calls)."""
     state = initial_state(rng)
-    steps = [step(rng, state) for step in rng.sample(STEPS, difficulty)]
-    prompt = ". ".join(text for text, _ in steps)
-    calls = [call for _, step_calls in steps for call in step_calls]
-    return prompt, {"state": state, "calls": calls, "difficulty": difficulty}
+    return compose(state, [step(rng, state) for step in rng.sample(STEPS, difficulty)], difficulty)
 
 
 def generate_lite_tasks(n: int, seed: int, difficulty: int) -> list[dict[str, Any]]:
     """``n`` canonical rows (domain ``agent``, verifier ``workplace``, environment ``workplace_lite``)."""
     if difficulty not in LEVELS:
         raise ValueError(f"{NAME} difficulty {difficulty}; valid: {LEVELS}")
-    rng = random.Random(f"{NAME}-{seed}-{difficulty}")
-    rows = []
-    for index in range(n):
-        prompt, task = make_lite_task(rng, difficulty)
-        rows.append(
-            make_row(
-                prompt=[{"role": "user", "content": prompt}],
-                domain="agent",
-                verifier="workplace",
-                reference={"environment": NAME, "task": task},
-                source=f"{NAME}/d{difficulty}",
-                id=f"{NAME}-d{difficulty}-s{seed}-{index}",
-                environment=NAME,
-            )
-        )
-    return rows
+    return task_rows(NAME, make_lite_task, n, seed, difficulty)

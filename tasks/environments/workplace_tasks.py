@@ -25,8 +25,8 @@ Call = dict[str, Any]
 Step = tuple[str, list[Call]]  # prompt fragment and its gold calls
 
 
-def _call(name: str, **arguments: Any) -> Call:
-    return {"name": name, "arguments": arguments}
+def gold_call(tool: str, /, **arguments: Any) -> Call:
+    return {"name": tool, "arguments": arguments}
 
 
 def initial_state(rng: random.Random) -> dict[str, list[dict[str, Any]]]:
@@ -60,17 +60,17 @@ def initial_state(rng: random.Random) -> dict[str, list[dict[str, Any]]]:
 
 def _email(rng: random.Random, state: dict[str, Any]) -> Step:
     name, word = rng.choice(state["contacts"])["name"], rng.choice(WORDS)
-    return f"Email {name}: {word}", [_call("send_email", to=name, body=word)]
+    return f"Email {name}: {word}", [gold_call("send_email", to=name, body=word)]
 
 
 def _todo(rng: random.Random, state: dict[str, Any]) -> Step:
     title = rng.choice([t for t in TODOS if t not in {x["title"] for x in state["todos"]}])
-    return f"Todo: {title}", [_call("add_todo", title=title)]
+    return f"Todo: {title}", [gold_call("add_todo", title=title)]
 
 
 def _event(rng: random.Random, state: dict[str, Any]) -> Step:
     title, day = rng.choice(TITLES), rng.choice(DAYS)
-    return f"Add {title} on {day}", [_call("add_event", title=title, day=day)]
+    return f"Add {title} on {day}", [gold_call("add_event", title=title, day=day)]
 
 
 # -- lookup-then-act steps (difficulty 3) --
@@ -79,8 +79,8 @@ def _event(rng: random.Random, state: dict[str, Any]) -> Step:
 def _complete(rng: random.Random, state: dict[str, Any]) -> Step:
     todo = rng.choice(state["todos"])
     return f"Done: {todo['title']}", [
-        _call("list_todos"),
-        _call("complete_todo", todo_id=todo["id"]),
+        gold_call("list_todos"),
+        gold_call("complete_todo", todo_id=todo["id"]),
     ]
 
 
@@ -88,30 +88,33 @@ def _delete_mail(rng: random.Random, state: dict[str, Any]) -> Step:
     email = rng.choice(state["emails"])
     subject = email["subject"]
     return f"Delete {subject} mail", [
-        _call("search_emails", query=subject),
-        _call("delete_email", email_id=email["id"]),
+        gold_call("search_emails", query=subject),
+        gold_call("delete_email", email_id=email["id"]),
     ]
 
 
 def _reply(rng: random.Random, state: dict[str, Any]) -> Step:
     email, word = rng.choice(state["emails"]), rng.choice(WORDS)
     calls = [
-        _call("search_emails", query=email["subject"]),
-        _call("reply_email", email_id=email["id"], body=word),
+        gold_call("search_emails", query=email["subject"]),
+        gold_call("reply_email", email_id=email["id"], body=word),
     ]
     return f"Reply to {email['subject']} mail: {word}", calls
 
 
 def _cancel(rng: random.Random, state: dict[str, Any]) -> Step:
     event = rng.choice(state["events"])
-    calls = [_call("list_events", day=event["day"]), _call("cancel_event", event_id=event["id"])]
+    calls = [
+        gold_call("list_events", day=event["day"]),
+        gold_call("cancel_event", event_id=event["id"]),
+    ]
     return f"Cancel {event['title']} on {event['day']}", calls
 
 
 def _move(rng: random.Random, state: dict[str, Any]) -> Step:
     event = rng.choice(state["events"])
     day = rng.choice([d for d in DAYS if d != event["day"]])
-    calls = [_call("list_events"), _call("move_event", event_id=event["id"], day=day)]
+    calls = [gold_call("list_events"), gold_call("move_event", event_id=event["id"], day=day)]
     return f"Move {event['title']} to {day}", calls
 
 
@@ -137,28 +140,44 @@ def make_task(rng: random.Random, difficulty: int) -> tuple[str, dict[str, Any]]
         steps = [rng.choice(LOOKUP)(rng, state)]
     else:
         steps = [rng.choice(LOOKUP)(rng, state), rng.choice(SIMPLE)(rng, state)]
+    return compose(state, steps, difficulty)
+
+
+def compose(
+    state: dict[str, Any], steps: list[Step], difficulty: int
+) -> tuple[str, dict[str, Any]]:
+    """The prompt (step requests joined) and the task (initial state, gold calls in order)."""
     prompt = ". ".join(text for text, _ in steps)
     calls = [call for _, step_calls in steps for call in step_calls]
     return prompt, {"state": state, "calls": calls, "difficulty": difficulty}
+
+
+TaskMaker = Callable[[random.Random, int], tuple[str, dict[str, Any]]]
+
+
+def task_rows(environment: str, make: TaskMaker, n: int, seed: int, difficulty: int) -> list[dict]:
+    """``n`` canonical rows (domain ``agent``, verifier ``workplace``) of ``environment``,
+    each from ``make(rng, difficulty)`` with one rng seeded by environment, seed and level."""
+    rng = random.Random(f"{environment}-{seed}-{difficulty}")
+    rows = []
+    for index in range(n):
+        prompt, task = make(rng, difficulty)
+        rows.append(
+            make_row(
+                prompt=[{"role": "user", "content": prompt}],
+                domain="agent",
+                verifier="workplace",
+                reference={"environment": environment, "task": task},
+                source=f"{environment}/d{difficulty}",
+                id=f"{environment}-d{difficulty}-s{seed}-{index}",
+                environment=environment,
+            )
+        )
+    return rows
 
 
 def generate_workplace_tasks(n: int, seed: int, difficulty: int) -> list[dict[str, Any]]:
     """``n`` canonical rows (domain ``agent``, verifier ``workplace``, environment ``workplace``)."""
     if not 1 <= difficulty <= MAX_DIFFICULTY:
         raise ValueError(f"workplace difficulty {difficulty}; valid: 1..{MAX_DIFFICULTY}")
-    rng = random.Random(f"workplace-{seed}-{difficulty}")
-    rows = []
-    for index in range(n):
-        prompt, task = make_task(rng, difficulty)
-        rows.append(
-            make_row(
-                prompt=[{"role": "user", "content": prompt}],
-                domain="agent",
-                verifier="workplace",
-                reference={"environment": "workplace", "task": task},
-                source=f"workplace/d{difficulty}",
-                id=f"workplace-d{difficulty}-s{seed}-{index}",
-                environment="workplace",
-            )
-        )
-    return rows
+    return task_rows("workplace", make_task, n, seed, difficulty)
