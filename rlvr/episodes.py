@@ -48,7 +48,6 @@ class EpisodeResult:
     text: str  # the rollout as text: assistant turns with their tool calls, and tool results
     verdict: Verdict
     tokens: int  # completion tokens: the model's turns and the tool results between them
-    tool_turns: int
 
 
 def episode_tokenizer(tokenizer: Any) -> Any:
@@ -211,5 +210,5 @@ def run_episodes(
         text = rollout_text(e.messages)
         verdict = live_verdict(e.environment, text, format_gate)
         verdict = verdict or Verdict.error("the row's task has no episode rule")
-        results.append(EpisodeResult(text, verdict, len(e.completion_ids), e.tool_turns))
+        results.append(EpisodeResult(text, verdict, len(e.completion_ids)))
     return [results[i * per_row : (i + 1) * per_row] for i in range(len(rows))]

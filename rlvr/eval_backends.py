@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from rlvr.config import ConfigError
 from rlvr.generation import Decoding
-from rlvr.heldout import score_completions
+from rlvr.heldout import sample_and_score, score_completions
 from rlvr.rewards import Scorer
 
 
@@ -94,19 +94,17 @@ def generate_and_score(
 ) -> tuple[list[list[str]], list]:
     """Completions and verdicts per row; environment rows run as live tool episodes."""
     if is_episodic(rows):
-        from rlvr.episodes import run_episodes
-
         if not isinstance(backend, TransformersBackend):
             raise ConfigError("tool-environment benchmarks need eval.backend=transformers")
-        results = run_episodes(
+        return sample_and_score(
             backend.model,
             backend.tokenizer,
             rows,
             decoding,
+            scorer,
             batch_size=backend.batch_size,
             seed=backend.seed,
             format_gate=format_gate,
         )
-        return [[e.text for e in r] for r in results], [[e.verdict for e in r] for r in results]
     completions = backend.generate([r["prompt"] for r in rows], decoding)
     return completions, score_completions(rows, completions, scorer)
