@@ -14,11 +14,13 @@ from pathlib import Path
 
 from rlvr.config import ConfigError, RunConfig
 from rlvr.report_plots import bar_plot, reward_curves
+from rlvr.report_seeds import group_results
 from rlvr.report_tables import (
     ModelResult,
     Table,
     cost_table,
     diff_table,
+    flat_rows,
     load_results,
     main_table,
     merge_table,
@@ -71,19 +73,27 @@ def build_report(
 
 def _curve_runs(
     results: Sequence[ModelResult], extra: Mapping[str, str]
-) -> tuple[dict[str, str], dict[str, str]]:
-    """Mixed runs (label -> folder) and single-domain runs (domain -> folder) with metrics."""
-    mixed: dict[str, str] = {}
-    experts: dict[str, str] = {}
-    for r in results:
-        run_dir = extra.get(r.label) or r.info.get("run_dir")
-        if not run_dir or not (Path(run_dir) / "metrics.jsonl").is_file():
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Mixed runs (label -> folders) and single-domain runs (domain -> folders), every seed.
+
+    A domain's curves come from its first expert model in row order (all of that model's seeds).
+    """
+    mixed: dict[str, list[str]] = {}
+    experts: dict[str, list[str]] = {}
+    for g in group_results(results):
+        dirs = [
+            run_dir
+            for r in g.members.values()
+            if (run_dir := extra.get(r.label) or r.info.get("run_dir"))
+            and (Path(run_dir) / "metrics.jsonl").is_file()
+        ]
+        domains = g.first.info.get("domains") or []
+        if not dirs:
             continue
-        domains = r.info.get("domains") or []
-        if r.role == "mixed":
-            mixed[r.label] = run_dir
-        elif r.role == "expert" and len(domains) == 1:
-            experts[domains[0]] = run_dir
+        if g.role == "mixed":
+            mixed[g.label] = dirs
+        elif g.role == "expert" and len(domains) == 1:
+            experts.setdefault(domains[0], dirs)
     return mixed, experts
 
 
@@ -115,8 +125,8 @@ def log_to_wandb(run: RunConfig, report: Report) -> None:
         job_type="report",
     ) as wb:
         for t in report.tables:
-            data = [["" if c is None else c for c in row] for row in t.rows]
-            wb.log({t.name: wandb.Table(columns=list(t.columns), data=data)})
+            columns, data = flat_rows(t)  # a score over seeds: mean and sd columns
+            wb.log({t.name: wandb.Table(columns=[*columns], data=data)})
         wb.log({p.stem: wandb.Image(str(p)) for p in report.images})
 
 

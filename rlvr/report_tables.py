@@ -12,10 +12,19 @@ from typing import Any
 
 from rlvr.accounting import run_cost, sum_compute
 from rlvr.merge_presets import PRESETS
+from rlvr.report_seeds import (
+    ModelGroup,
+    Stat,
+    group_results,
+    paired_difference,
+    seed_rank,
+    seed_summary,
+    split_seed,
+)
 from tasks.schema import DOMAINS
 
 ROLES = ("base", "sft", "expert", "merge", "mixed", "other")
-Cell = float | str | None
+Cell = Stat | float | int | str | None  # Stat: a score over seeds
 
 
 @dataclass(frozen=True)
@@ -38,10 +47,16 @@ class Table:
 
 
 def infer_role(label: str, info: Mapping[str, Any], overrides: Mapping[str, str]) -> str:
-    """Explicit override, then the label (base, sft, mixed*), then provenance, then domain names."""
-    if label in overrides:
-        return overrides[label]
-    lowered = label.lower()
+    """Explicit override, then the label (base, sft, mixed*), then provenance, then domain names.
+
+    A ``-seed<N>`` suffix is ignored: ``math-seed1`` is an expert like ``math``; an override may
+    name either the full label or its stem.
+    """
+    stem, _ = split_seed(label)
+    for key in (label, stem):
+        if key in overrides:
+            return overrides[key]
+    lowered = stem.lower()
     if lowered in ("base", "sft") or lowered.startswith("mixed"):
         return "mixed" if lowered.startswith("mixed") else lowered
     if "merge" in info or lowered in PRESETS:
@@ -71,15 +86,17 @@ def load_results(study: Path, overrides: Mapping[str, str] | None = None) -> lis
 
 
 def _row_key(r: ModelResult) -> tuple:
-    domains = list(r.info.get("domains") or [r.label])
+    stem, seed = split_seed(r.label)
+    domains = list(r.info.get("domains") or [stem])
     domain_rank = DOMAINS.index(domains[0]) if domains[0] in DOMAINS else len(DOMAINS)
-    merge = (r.info.get("merge") or {}).get("name", r.label)
+    merge, _ = split_seed((r.info.get("merge") or {}).get("name", stem))
     merge_rank = list(PRESETS).index(merge) if merge in PRESETS else len(PRESETS)
     return (
         ROLES.index(r.role) if r.role in ROLES else len(ROLES),
         domain_rank,
         merge_rank,
-        r.label,
+        stem,
+        seed_rank(seed),
     )
 
 
@@ -110,27 +127,32 @@ def domain_scores(r: ModelResult, benches, metric: str) -> dict[str, float | Non
 
 
 def main_table(results: Sequence[ModelResult], metric: str) -> Table:
+    """One row per model (its seeds as mean ± sd), one column per benchmark, and the average."""
     benches = benchmark_order(results)
+    groups = group_results(results)
+    seeded = any(g.n >= 2 for g in groups)  # the seeds column only where it says something
     rows = []
-    for r in results:
-        values = [score(r, b, metric) for _, b in benches]
-        rows.append((r.label, r.role, *values, _mean(values)))
-    cols = ("model", "role", *(f"{d}/{b}" for d, b in benches), "avg")
+    for g in groups:
+        values = [g.stat(score, b, metric) for _, b in benches]
+        n = (g.n,) if seeded else ()
+        rows.append((g.label, g.role, *n, *values, g.stat(_at, benches, "avg", metric)))
+    seeds = ("seeds",) if seeded else ()
+    cols = ("model", "role", *seeds, *(f"{d}/{b}" for d, b in benches), "avg")
     return Table("main_table", f"Main table ({metric}, %)", cols, tuple(rows))
 
 
 def merge_table(results: Sequence[ModelResult], metric: str) -> Table:
     benches = benchmark_order(results)
     domains = list(dict.fromkeys(d for d, _ in benches))
+    merges = [g for g in group_results(results) if g.role == "merge"]
+    seeded = any(g.n >= 2 for g in merges)
     rows = []
-    for r in results:
-        if r.role != "merge":
-            continue
-        per = domain_scores(r, benches, metric)
-        values = [score(r, b, metric) for _, b in benches]
-        method = (r.info.get("merge") or {}).get("mergekit_method", "")
-        rows.append((r.label, method, *(per[d] for d in domains), _mean(values)))
-    cols = ("merge", "mergekit method", *domains, "avg")
+    for g in merges:
+        per = [g.stat(_at, benches, d, metric) for d in domains]
+        method = (g.first.info.get("merge") or {}).get("mergekit_method", "")
+        n = (g.n,) if seeded else ()
+        rows.append((g.label, method, *n, *per, g.stat(_at, benches, "avg", metric)))
+    cols = ("merge", "mergekit method", *(("seeds",) if seeded else ()), *domains, "avg")
     return Table("merge_table", f"Merge methods by domain ({metric}, %)", cols, tuple(rows))
 
 
@@ -140,33 +162,50 @@ def _at(r: ModelResult, benches, domain: str, metric: str) -> float | None:
     return domain_scores(r, benches, metric)[domain]
 
 
+def _best(merges: Sequence[ModelGroup], *args: Any) -> tuple[ModelGroup | None, Stat]:
+    """The merge with the highest mean; the first of equal means, in row order."""
+    scored = [(g, s) for g in merges if (s := g.stat(_at, *args)).mean is not None]
+    return max(scored, key=lambda gs: gs[1].mean or 0.0) if scored else (None, Stat(None))
+
+
 def diff_table(results: Sequence[ModelResult], metric: str) -> Table:
-    """Per domain and overall: mixed, the best merge there, and mixed - best merge."""
+    """Per domain and overall: mixed, the best merge there, and mixed - best merge (paired by seed)."""
     benches = benchmark_order(results)
-    mixed = [r for r in results if r.role == "mixed"]
-    merges = [r for r in results if r.role == "merge"]
+    groups = group_results(results)
+    mixed = [g for g in groups if g.role == "mixed"]
+    merges = [g for g in groups if g.role == "merge"]
     title = f"Mixed - best merge per domain ({metric}, points)"
     if not mixed or not merges:
         return Table("diff_table", title, ("domain",), (), ("needs a mixed model and a merge",))
     mix = mixed[0]
+    seeded = any(g.n >= 2 for g in (mix, *merges))
     rows = []
     for domain in [*dict.fromkeys(d for d, _ in benches), "avg"]:
-        scored = [
-            (v, m.label) for m in merges if (v := _at(m, benches, domain, metric)) is not None
-        ]
-        # the first of equal scores, in row order (as the cost table picks its merge)
-        best, best_label = max(scored, key=lambda x: x[0]) if scored else (None, "")
-        mv = _at(mix, benches, domain, metric)
-        diff = mv - best if mv is not None and best is not None else None
-        rows.append((domain, mv, best_label, best, diff))
+        best, best_score = _best(merges, benches, domain, metric)
+        diff, verdict = (Stat(None), None)
+        if best is not None:
+            args = (benches, domain, metric)
+            diff, verdict = paired_difference(mix.values(_at, *args), best.values(_at, *args))
+        row = (domain, mix.stat(_at, benches, domain, metric), best.label if best else "")
+        rows.append((*row, best_score, diff, *((diff.n, verdict) if seeded else ())))
     cols = ("domain", mix.label, "best merge", "best merge score", "mixed - best merge")
-    return Table("diff_table", title, cols, tuple(rows))
+    if not seeded:
+        return Table("diff_table", title, cols, tuple(rows))
+    notes = (
+        "best merge: the highest mean over its seeds; mixed - best merge: mean ± sd over the "
+        "seeds both have of (mixed seed s - merge seed s); exceeds seed spread: |mean| > sd",
+    )
+    return Table("diff_table", title, (*cols, "n", "exceeds seed spread"), tuple(rows), notes)
 
 
 def cost_table(
     results: Sequence[ModelResult], extra_runs: Mapping[str, str], metric: str = "avg_at_k"
 ) -> Table:
-    """Device-seconds per run; separate arm = experts + the best merge, mixed arm = mixed run."""
+    """Device-seconds per run (every seed a row); separate = experts + best merge, mixed = mixed.
+
+    Both arms sum every seed's runs: all expert runs plus all runs of the merge with the best
+    mean avg, against all mixed runs.
+    """
     runs = {r.label: r.info["run_dir"] for r in results if r.info.get("run_dir")}
     runs.update(extra_runs)
     role = {r.label: r.role for r in results}
@@ -174,24 +213,15 @@ def cost_table(
     rows: list[tuple[Cell, ...]] = []
     for label, path in {**runs, **merges}.items():
         cost = run_cost(path) or {}
-        rows.append(
-            (
-                label,
-                role.get(label, "other"),
-                cost.get("device_seconds"),
-                cost.get("rl_device_seconds"),
-            )
-        )
-    experts = [path for label, path in runs.items() if role.get(label) == "expert"]
-    mixed = [path for label, path in runs.items() if role.get(label) == "mixed"]
-    benches = benchmark_order(results)
-    ranked = sorted(
-        (r for r in results if r.label in merges),
-        key=lambda r: -(_at(r, benches, "avg", metric) or 0.0),
-    )
-    merge_used = [(r.label, merges[r.label]) for r in ranked[:1]]
-    separate = sum_compute([*experts, *(path for _, path in merge_used)])
-    together = sum_compute(mixed)
+        costs = (cost.get("device_seconds"), cost.get("rl_device_seconds"))
+        rows.append((label, role.get(label, "other"), *costs))
+    experts = [label for label in runs if role.get(label) == "expert"]
+    mixed = [label for label in runs if role.get(label) == "mixed"]
+    merge_groups = [g for g in group_results(results) if set(g.labels) & set(merges)]
+    best, _ = _best(merge_groups, benchmark_order(results), "avg", metric)
+    merge_used = [label for label in (best.labels if best else ()) if label in merges]
+    separate = sum_compute([*(runs[x] for x in experts), *(merges[x] for x in merge_used)])
+    together = sum_compute(runs[x] for x in mixed)
     keys = ("device_seconds", "rl_device_seconds")
     ratios = [together[k] / separate[k] if mixed and separate[k] > 0 else None for k in keys]
     rows += [
@@ -199,9 +229,14 @@ def cost_table(
         ("mixed (total)", "total", *(together[k] for k in keys)),
         ("mixed / separate", "ratio", *ratios),
     ]
-    merge_note = f" + merge {merge_used[0][0]}" if merge_used else ""
+    merge_note = ""
+    if best is not None:
+        merge_note = f" + merge {merge_used[0] if len(merge_used) == 1 else best.label}"
+        merge_note += f" ({len(merge_used)} runs)" if len(merge_used) > 1 else ""
     notes = (
         f"separate arm: {len(experts)} expert run(s){merge_note} (the best merge by avg)",
+        f"seeds summed: {seed_summary([*experts, *merge_used])} in the separate arm, "
+        f"{seed_summary(mixed)} in the mixed arm ({len(mixed)} run(s))",
         "device-seconds = processes x wall seconds from each run's summary.json; "
         "rl_device_seconds counts the RL steps only (no SFT warm start, no held-out evals)",
     )
@@ -210,6 +245,8 @@ def cost_table(
 
 
 def fmt(cell: Cell) -> str:
+    if isinstance(cell, Stat):
+        return cell.text()
     if cell is None or (isinstance(cell, float) and math.isnan(cell)):
         return "–"
     if isinstance(cell, float):
@@ -227,12 +264,35 @@ def to_markdown(table: Table) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def flat_rows(table: Table) -> tuple[list[str], list[list[Any]]]:
+    """Machine-readable columns and rows: a Stat is its mean, plus a ``<column> sd`` column
+    after each score column when some cell of the table has two or more seeds; None is ""."""
+    stat_cols = {
+        i for i in range(len(table.columns)) if any(isinstance(r[i], Stat) for r in table.rows)
+    }
+    spread = any(isinstance(c, Stat) and c.n >= 2 for row in table.rows for c in row)
+    columns: list[str] = []
+    for i, name in enumerate(table.columns):
+        columns += [name, f"{name} sd"] if spread and i in stat_cols else [name]
+    rows = []
+    for row in table.rows:
+        flat: list[Any] = []
+        for i, cell in enumerate(row):
+            if isinstance(cell, Stat):
+                flat += [cell.mean, cell.sd] if spread and i in stat_cols else [cell.mean]
+            else:
+                flat.append(cell)
+        rows.append(["" if c is None else c for c in flat])
+    return columns, rows
+
+
 def write_table(table: Table, folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     md, csv_path = folder / f"{table.name}.md", folder / f"{table.name}.csv"
     md.write_text(to_markdown(table))
+    columns, rows = flat_rows(table)
     with csv_path.open("w", newline="") as fh:
         writer = csv.writer(fh)
-        writer.writerow(table.columns)
-        writer.writerows(["" if c is None else c for c in row] for row in table.rows)
+        writer.writerow(columns)
+        writer.writerows(rows)
     return [md, csv_path]
