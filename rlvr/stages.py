@@ -63,7 +63,7 @@ def make_scorer(run: RunConfig) -> Scorer:
 
 
 def warm_start(run: RunConfig, base_path: str, out_dir: Path) -> tuple[str, float]:
-    from rlvr.sft import run_sft
+    from rlvr.sft_training import run_sft
 
     path, seconds = run_sft(run, base_path, out_dir)
     return str(path), seconds
@@ -104,6 +104,11 @@ def heldout_eval(
         del model
     barrier()
     return metrics
+
+
+def no_eval(run: RunConfig, model_path: str, data: dict[str, DomainData], scorer: Scorer) -> dict:
+    """``heldout_eval``'s stand-in when ``eval.in_run=false``: no held-out numbers in the run."""
+    return {}
 
 
 def _train_dataset(run: RunConfig, data: dict[str, DomainData]):
@@ -204,8 +209,9 @@ def _resume_checkpoint(run: RunConfig, run_dir: Path) -> str | bool | None:
     from rlvr.checkpoints import latest_complete_checkpoint
 
     ckpt = latest_complete_checkpoint(run_dir / "checkpoints")
-    if ckpt is None:
-        log.warning("resume=true but no complete checkpoint in %s: starting from scratch", run_dir)
+    if ckpt is None:  # a first start under resume=true (as a study runs it) is not a problem
+        report = log.warning if (run_dir / "checkpoints").is_dir() else log.info
+        report("resume=true but no complete checkpoint in %s: starting from step 0", run_dir)
         return None
     log.info("resuming from %s", ckpt)
     return str(ckpt)

@@ -27,15 +27,16 @@ def train(run: RunConfig, run_dir: Path) -> dict:
     data = stages.domain_data(run)
     scorer = stages.make_scorer(run)
 
-    evals = {}
+    evals: dict = {}
+    evaluate = stages.heldout_eval if run.eval.in_run else stages.no_eval  # a study evaluates later
     start_path, sft_seconds = base_path, 0.0
     if run.sft.enabled and run.init_from is None:
-        evals["base"] = stages.heldout_eval(run, base_path, data, scorer)
+        evals["base"] = evaluate(run, base_path, data, scorer)
         start_path, sft_seconds = stages.warm_start(run, base_path, run_dir / "sft")
-    evals["start" if run.init_from else "sft"] = stages.heldout_eval(run, start_path, data, scorer)
+    evals["start" if run.init_from else "sft"] = evaluate(run, start_path, data, scorer)
 
     final_path, rl = stages.grpo(run, start_path, data, scorer, run_dir)
-    evals["rl"] = stages.heldout_eval(run, final_path, data, scorer)
+    evals["rl"] = evaluate(run, final_path, data, scorer)
 
     summary = stages.summarise(run, run_dir, evals, rl, sft_seconds, time.perf_counter() - started)
     stages.report(summary)

@@ -1,0 +1,81 @@
+"""SFT building block: the demonstration dataset and one TRL ``SFTTrainer`` fine-tune."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from rlvr.config import RunConfig
+
+log = logging.getLogger(__name__)
+
+
+def sft_dataset(run: RunConfig):
+    """Prompt-completion chat examples: micro-suite demonstrations or Hub chat datasets."""
+    from datasets import Dataset, concatenate_datasets, load_dataset
+
+    from rlvr.data import sft_examples
+
+    if run.sft.datasets:
+        parts = [load_dataset(name, split="train") for name in run.sft.datasets]
+        return concatenate_datasets(parts).shuffle(seed=run.trainer.seed)
+    return Dataset.from_list(sft_examples(run, seed=run.trainer.seed + 1000)).shuffle(
+        seed=run.trainer.seed
+    )
+
+
+def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float]:
+    """Fine-tune on demonstrations (loss on completion tokens only); returns (folder, seconds)."""
+    from trl import SFTConfig, SFTTrainer
+
+    from rlvr.grpo import report_to
+    from rlvr.models import load_tokenizer, model_init_kwargs
+    from rlvr.rewards import StepTimer
+    from rlvr.runs import MetricsFileCallback, barrier, is_main_process
+
+    final = out_dir / "final"
+    if (final / "config.json").exists():
+        log.info("SFT model already present at %s; reusing it", final)
+        return final, 0.0
+    start = time.perf_counter()
+    tokenizer = load_tokenizer(model_path, run.model)
+    tokenizer.padding_side = "right"
+    s = run.sft
+    args = SFTConfig(
+        output_dir=str(out_dir / "checkpoints"),
+        run_name=f"{run.experiment}/{run.run_name}/sft",
+        report_to=report_to(run),
+        seed=run.trainer.seed,
+        max_steps=s.max_steps,
+        per_device_train_batch_size=s.batch_size,
+        learning_rate=s.learning_rate,
+        lr_scheduler_type=s.lr_scheduler_type,
+        warmup_steps=s.warmup_steps,
+        weight_decay=s.weight_decay,
+        max_length=s.max_length,
+        completion_only_loss=True,
+        logging_steps=max(s.max_steps // 20, 1),
+        save_strategy="no",
+        bf16=run.trainer.bf16,
+        gradient_checkpointing=run.trainer.gradient_checkpointing,
+        use_cpu=run.trainer.use_cpu,
+        model_init_kwargs=model_init_kwargs(run.model),
+        dataloader_num_workers=0,
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    progress = MetricsFileCallback(out_dir / "metrics.jsonl", {}, StepTimer())  # step, loss
+    trainer = SFTTrainer(
+        model=model_path,
+        args=args,
+        train_dataset=sft_dataset(run),
+        processing_class=tokenizer,
+        callbacks=[progress],
+    )
+    trainer.train()
+    trainer.save_model(str(final))
+    if is_main_process():
+        tokenizer.padding_side = "left"
+        tokenizer.save_pretrained(str(final))
+    barrier()
+    return final, time.perf_counter() - start
