@@ -20,11 +20,41 @@ CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 log = logging.getLogger("rlvr")
 
 
-def run_dirname(override_dirname: str) -> str:
-    """A filesystem-safe run folder name from Hydra's overrides ("base" when none)."""
-    name = re.sub(r"[\[\]'\" ]", "", override_dirname).replace("/", "_")
-    if len(name) > 180:  # cut for the file-name limit, but keep distinct runs distinct
-        name = f"{name[:167]}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+# Overrides whose values are paths: a folder name shows a short hash of them, never the path.
+PATH_KEYS = frozenset(
+    {"init_from", "merge.base", "merge.models", "merge.out_dir", "eval.models", "eval.out_dir",
+     "report.study_dir", "study.out_dir", "study.sft_model", "paths.data_dir", "paths.cache_dir"}
+)  # fmt: skip
+
+
+def _looks_like_path(value: str) -> bool:
+    return value.startswith(("/", "./", "../", "~"))
+
+
+def run_dirname(overrides: Any, exclude: Any = ()) -> str:
+    """A filesystem-safe run folder name from the overrides that identify a run ("base" when
+    none): ``domains=math,trainer.seed=1``. Path-valued overrides appear as ``key@<hash>`` so
+    no path leaks into a folder name; a name too long for the file system is cut and hashed.
+
+    ``overrides``: Hydra's task overrides (a list) or an ``override_dirname`` string.
+    """
+    if isinstance(overrides, str):
+        overrides = [o for o in re.split(r",(?![^\[]*\])", overrides) if o]
+    skip = set(exclude or ())
+    items = []
+    for override in overrides:
+        key, _, value = str(override).partition("=")
+        key = key.lstrip("+~")
+        if key in skip or key.startswith("hydra"):
+            continue
+        value = re.sub(r"[\[\]'\" ]", "", value)
+        if key in PATH_KEYS or _looks_like_path(value):
+            items.append(f"{key}@{hashlib.sha256(value.encode()).hexdigest()[:8]}")
+        else:
+            items.append(f"{key}={value}".replace("/", "_"))
+    name = ",".join(sorted(items))
+    if len(name) > 120:  # cut for readability and the file-name limit; distinct runs stay distinct
+        name = f"{name[:107]}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
     return name or "base"
 
 

@@ -207,5 +207,40 @@ def test_long_run_names_stay_distinct_and_short():
     a, b = run_dirname(f"{common},trainer.seed=0"), run_dirname(f"{common},trainer.seed=1")
     assert a != b and len(a) <= 180 and len(b) <= 180
     assert a == run_dirname(f"{common},trainer.seed=0")  # stable: resume finds the folder
-    assert run_dirname("domains=[math],algo=grpo") == "domains=math,algo=grpo"
+    assert run_dirname("domains=[math],algo=grpo") == "algo=grpo,domains=math"
     assert run_dirname("") == "base"
+
+
+def test_run_names_never_hold_paths():
+    """Path-valued overrides (a finished run's folder, with '=' and ',' in its name) show as a
+    short hash: the folder name stays short, typable, and distinct per input."""
+    from rlvr.cli import run_dirname
+
+    sft = "/tmp/x/outputs/tiny_sft/sft.max_steps=40,eval.k=2/final"
+    other = "/tmp/y/outputs/tiny_sft/base/final"
+    overrides = ["domains=[math]", f"init_from='{sft}'", "trainer.seed=1", "resume=true"]
+    name = run_dirname(overrides, ["resume"])
+    assert "/" not in name and "tmp" not in name and "outputs" not in name
+    assert name.startswith("domains=math,init_from@") and name.endswith(",trainer.seed=1")
+    assert len(name) < 60
+    assert name != run_dirname(["domains=[math]", f"init_from={other}", "trainer.seed=1"])
+    assert run_dirname(["domains=[m2rl/math]", "model.name=/abs/model"]) == (
+        "domains=m2rl_math,model.name@" + run_dirname(["model.name=/abs/model"]).split("@")[1]
+    )
+
+
+def test_run_folder_from_the_command_line_has_no_path(tmp_path):
+    """As a user types it: Hydra resolves run_name from the task overrides."""
+    import subprocess
+    import sys
+
+    sft = tmp_path / "outputs" / "tiny_sft" / "sft.max_steps=40" / "final"
+    cmd = [
+        sys.executable, "-m", "rlvr.train", "experiment=smoke", f"init_from='{sft}'",
+        "trainer.seed=2", f"paths.output_root={tmp_path}", "--cfg", "all", "--resolve",
+    ]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    run_dir = next(line for line in out.splitlines() if line.strip().startswith("dir:"))
+    folder = run_dir.split("/smoke/", 1)[1].strip()
+    assert folder.startswith("init_from@") and folder.endswith(",trainer.seed=2"), folder
+    assert "outputs" not in folder and "max_steps" not in folder
