@@ -1,18 +1,22 @@
-# Two commands on a fresh machine: `make demo` (main job on the embedded default) and
-# `make test` (the test suite). Both create .venv and install on first use.
+# On a fresh machine: `make study` (the whole mix-or-merge study on the embedded default),
+# `make test` (the test suite), `make demo` (one quick SFT + GRPO run). Each creates .venv and
+# installs on first use.
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.rlvr-installed
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 PYTEST := $(OFFLINE) WANDB_MODE=disabled $(BIN)/python -m pytest
 
-.PHONY: setup demo test test-fast test-slow lint bench clean
+.PHONY: setup study demo test test-fast test-slow lint bench clean
 
 $(STAMP): pyproject.toml scripts/setup_env.sh
 	bash scripts/setup_env.sh
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+study: $(STAMP)
+	$(OFFLINE) $(BIN)/python -m rlvr.study experiment=tiny_study
 
 demo: $(STAMP)
 	$(OFFLINE) $(BIN)/python -m rlvr.train experiment=smoke

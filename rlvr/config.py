@@ -154,6 +154,9 @@ class EvalConfig:
     seed: int = 0
     workers: int = 0  # verifier workers (0: one per core, capped)
     timeout_s: float = 10.0  # per-verification hard time limit
+    # Held-out evaluation inside rlvr.train / rlvr.sft (before and after). A study turns it
+    # off: there every model is evaluated once, by rlvr.evaluate, in its evaluation stage.
+    in_run: bool = True
 
 
 @dataclass
@@ -200,6 +203,29 @@ class SandboxConfig:
 
 
 @dataclass
+class StudyConfig:
+    """The plan of ``python -m rlvr.study``: which arms, seeds, merges and benchmarks."""
+
+    domains: list[str] = field(default_factory=lambda: list(DOMAINS))
+    domain_prefix: str = ""  # domain config option = prefix + domain (e.g. "m2rl/")
+    seeds: list[int] = field(default_factory=lambda: [0])
+    mixed: bool = True  # the mixed GRPO arm, one per seed
+    merges: list[str] = field(default_factory=list)  # presets or mergekit methods, per seed
+    benchmarks: list[str] = field(default_factory=list)  # empty: eval.tasks
+    stages: list[str] = field(default_factory=list)  # optional stages by name (distill, ...)
+    evaluate_base: bool = True  # the base model is a row of the tables too
+    sft_model: str | None = None  # an existing SFT model: no SFT stage
+    jobs: int = 1  # stages at once (local launchers); CPU threads are split between them
+    launcher: str = "local"  # local | submitit_local | slurm
+    accelerate: str | None = None  # conf/accelerate/<name>.yaml for the training stages
+    slurm: dict[str, Any] = field(default_factory=dict)  # submitit executor parameters
+    out_dir: str | None = None  # None: <paths.output_root>/<experiment>
+    dry_run: bool = False  # print the plan and stop
+    force: bool = False  # accept a folder that holds a different plan's outputs
+    poll_s: float = 1.0  # how often the launcher checks its stages
+
+
+@dataclass
 class RunConfig:
     experiment: str = "default"
     stage: str = "rl"  # rl | sft (which entry point composed this)
@@ -219,6 +245,7 @@ class RunConfig:
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    study: StudyConfig = field(default_factory=StudyConfig)
 
 
 def register_configs() -> None:
@@ -237,6 +264,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "eval.backend": ("transformers", "vllm"),
     "model.dtype": ("float32", "bfloat16", "float16", "auto"),
     "sandbox.backend": ("auto", "nsjail", "bwrap", "unshare", "rlimit"),
+    "study.launcher": ("local", "submitit_local", "slurm"),
 }
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
@@ -249,8 +277,11 @@ def to_config(cfg: DictConfig) -> RunConfig:
     return run
 
 
-def validate(run: RunConfig) -> None:
-    """Fail fast, before any model loads, on values that cannot work."""
+def validate(run: RunConfig, check_paths: bool = True) -> None:
+    """Fail fast, before any model loads, on values that cannot work.
+
+    ``check_paths=False`` (a study's plan) skips inputs that earlier stages have yet to make.
+    """
     for key, allowed in CHOICES.items():
         value: Any = run
         for part in key.split("."):
@@ -271,7 +302,7 @@ def validate(run: RunConfig) -> None:
             )
     _check_positive(run)
     check_model_source(run.model.name, run.paths.cache_dir)
-    if run.init_from is not None and not Path(run.init_from).expanduser().exists():
+    if check_paths and run.init_from and not Path(run.init_from).expanduser().exists():
         raise ConfigError(
             f"init_from={run.init_from!r} does not exist; point it at a finished run's "
             "checkpoint folder (e.g. outputs/<experiment>/<run>/final) or drop the override"

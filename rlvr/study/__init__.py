@@ -1,0 +1,5 @@
+"""The study as one command: plan, stage commands, manifest, launchers and progress.
+
+python -m rlvr.study experiment=tiny_study            # SFT -> experts -> mixed -> merges -> eval -> report
+python -m rlvr.study experiment=m2rl_study study.dry_run=true
+"""

@@ -1,0 +1,104 @@
+"""``python -m rlvr.study experiment=<study>``: the whole mix-or-merge study, resumable.
+
+Compose the study config, expand it into stages, hash every stage's config, reconcile with
+what the study folder already holds, run what is left through the configured launcher, and
+print the report's main table with the mixed/separate cost ratio and where every file is.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import sys
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from rlvr.config import ConfigError, RunConfig, validate
+from rlvr.study.commands import command, compose, hash_plan, processes, user_overrides
+from rlvr.study.launchers import StageJob, make_launcher, thread_env
+from rlvr.study.manifest import Manifest, reconcile
+from rlvr.study.plan import Stage, build_plan, study_root
+from rlvr.study.progress import Progress, closing_screen, print_plan
+from rlvr.study.scheduler import Interrupted, run_stages
+
+log = logging.getLogger("rlvr.study")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def load_study(argv: list[str]) -> RunConfig:
+    """The study's own config (stage configs are composed per stage from the same overrides)."""
+    from rlvr.cli import check_group_choices
+
+    check_group_choices(argv)
+    run: RunConfig = OmegaConf.to_object(compose([*argv, "run_name=study"]))  # type: ignore[assignment]
+    validate(run, check_paths=False)
+    return run
+
+
+def plan(argv: list[str]) -> tuple[RunConfig, list[Stage], dict[str, str], dict[str, list[str]]]:
+    run = load_study(argv)
+    stages = build_plan(run)
+    base = user_overrides(argv)
+    hashes, _ = hash_plan(base, stages)
+    commands = {s.name: command(s, base, run.study.accelerate) for s in stages}
+    return run, stages, hashes, commands
+
+
+def _lock(root: Path):
+    root.mkdir(parents=True, exist_ok=True)
+    handle = (root / ".lock").open("w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise ConfigError(
+            f"another rlvr.study is running on {root}; wait for it or stop it"
+        ) from None
+    return handle
+
+
+def run_study(argv: list[str]) -> int:
+    run, stages, hashes, commands = plan(argv)
+    s, root = run.study, study_root(run)
+    if s.dry_run:
+        print_plan(stages, commands, sys.stdout)
+        return 0
+    lock = _lock(root)
+    reconciled = reconcile(root, stages, hashes, s.force)
+    summary = {"experiment": run.experiment, "argv": argv, "launcher": s.launcher, **vars(s)}
+    manifest = Manifest.create(root, summary, stages, hashes, commands)
+    launcher = make_launcher(s.launcher, root, s.jobs, s.slurm)
+    jobs = {
+        st.name: StageJob(
+            root, st, hashes[st.name], commands[st.name], thread_env(s.jobs, launcher, st),
+            str(REPO), processes(st, s.accelerate),
+        )
+        for st in stages
+    }  # fmt: skip
+    sys.stdout.write(f"study {run.experiment}: {len(stages)} stages in {root} ({launcher.name})\n")
+    status = run_stages(
+        stages, jobs, launcher, manifest, reconciled.reuse, reconciled.stale,
+        Progress(stages), s.poll_s,
+    )  # fmt: skip
+    sys.stdout.write("\n" + closing_screen(root, stages, status, manifest.entries) + "\n")
+    lock.close()
+    return 0 if all(v in ("done", "skipped") for v in status.values()) else 1
+
+
+def main() -> None:
+    logging.basicConfig(
+        level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"
+    )
+    try:
+        code = run_study(sys.argv[1:])
+    except ConfigError as err:
+        log.error("config error: %s", err)
+        code = 2
+    except Interrupted as err:
+        log.error("study interrupted: %s", err)
+        code = 130
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

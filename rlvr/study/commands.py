@@ -1,0 +1,148 @@
+"""Each stage's command line and config hash, from its overrides composed with Hydra's API.
+
+The hash covers the stage's fully resolved config (so an edited experiment file counts, not
+only a changed command line), its entry point, and the hashes of the stages it depends on:
+a changed SFT invalidates every model trained from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from rlvr.config import ConfigError, RunConfig, register_configs, validate
+from rlvr.study.plan import Stage
+
+# The config each kind of stage reads: a changed GRPO learning rate reruns the GRPO stages and
+# what depends on them, not the SFT. Kinds not listed (optional stages) hash everything but
+# how a stage is tracked, resumed or launched.
+HASHED: dict[str, tuple[str, ...]] = {
+    "sft": ("model", "domains", "mixture", "sft", "trainer", "peft", "paths.data_dir"),
+    "expert": ("model", "domains", "mixture", "algo", "trainer", "peft", "sandbox",
+               "paths.data_dir", "init_from"),
+    "merge": ("merge", "model.dtype"),
+    "eval": ("model", "domains", "mixture.difficulty", "algo.strip_think", "algo.format_gate",
+             "eval", "sandbox", "paths.data_dir"),
+    "report": ("report",),
+}  # fmt: skip
+HASHED["mixed"] = HASHED["expert"]
+UNHASHED = ("resume", "logger", "study", "stage", "run_name")
+
+
+def _hashed_part(resolved: dict, kind: str) -> dict:
+    if kind not in HASHED:
+        return {k: v for k, v in resolved.items() if k not in UNHASHED}
+    part: dict = {}
+    for dotted in HASHED[kind]:
+        value: object = resolved
+        for key in dotted.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        part[dotted] = value
+    return part
+
+
+def user_overrides(argv: Sequence[str]) -> list[str]:
+    """The study command's overrides that every stage inherits (its own ``study.*`` keys and
+    Hydra's settings stay with the study)."""
+    keep = []
+    for arg in argv:
+        key = arg.split("=", 1)[0].lstrip("+~")
+        if key == "study" or key.startswith(("study.", "hydra.", "hydra/")):
+            continue
+        keep.append(arg)
+    return keep
+
+
+def compose(overrides: Sequence[str]) -> DictConfig:
+    """The root config with ``overrides``, without starting a Hydra application."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from rlvr.cli import CONF_DIR, register_resolvers
+
+    register_configs()
+    register_resolvers()
+    plain = [o for o in overrides if not o.split("=", 1)[0].startswith("hydra.")]
+    if GlobalHydra.instance().is_initialized():
+        GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return hydra_compose(config_name="train", overrides=plain)
+
+
+def stage_overrides(base: Sequence[str], stage: Stage) -> list[str]:
+    """The study's overrides, then the stage's; ``run_name`` names the stage (W&B, logs)."""
+    return [*base, f"run_name={stage.name}", *stage.overrides]
+
+
+def stage_config(base: Sequence[str], stage: Stage) -> RunConfig:
+    """Compose and validate one stage's config at plan time (inputs may not exist yet)."""
+    cfg = compose(stage_overrides(base, stage))
+    run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
+    try:
+        validate(run, check_paths=False)
+    except ConfigError as err:
+        raise ConfigError(f"stage {stage.name}: {err}") from None
+    return run
+
+
+def config_hash(run: RunConfig, stage: Stage, dep_hashes: Mapping[str, str]) -> tuple[str, dict]:
+    """(hash, the hashed config) of one stage."""
+    resolved = OmegaConf.to_container(OmegaConf.structured(run), resolve=True)
+    assert isinstance(resolved, dict)
+    part = _hashed_part(resolved, stage.kind)
+    payload = {
+        "entry": stage.entry,
+        "overrides": [o for o in stage.overrides if not o.startswith(("hydra.", "run_name="))],
+        "config": part,
+        "deps": {d: dep_hashes[d] for d in stage.deps},
+    }
+    text = json.dumps(payload, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16], part
+
+
+def hash_plan(base: Sequence[str], stages: Sequence[Stage]) -> tuple[dict[str, str], dict]:
+    """Config hash of every stage (dependencies first), and each stage's hashed config."""
+    hashes: dict[str, str] = {}
+    configs: dict[str, dict] = {}
+    for stage in stages:
+        run = stage_config(base, stage)
+        hashes[stage.name], configs[stage.name] = config_hash(run, stage, hashes)
+    return hashes, configs
+
+
+def command(stage: Stage, base: Sequence[str], accelerate: str | None) -> list[str]:
+    """argv of the stage: ``python -m <entry>`` or, for training with a config named,
+    ``accelerate launch --config_file conf/accelerate/<name>.yaml -m <entry>``."""
+    args = stage_overrides(base, stage)
+    if accelerate and stage.multiprocess:
+        from rlvr.cli import CONF_DIR
+
+        config = Path(CONF_DIR) / "accelerate" / f"{accelerate}.yaml"
+        launcher = [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            "--config_file",
+            str(config),
+        ]
+        return [*launcher, "-m", stage.entry, *args]
+    return [sys.executable, "-m", stage.entry, *args]
+
+
+def processes(stage: Stage, accelerate: str | None) -> int:
+    """Processes the stage runs (device-seconds = processes x wall seconds)."""
+    if not (accelerate and stage.multiprocess):
+        return 1
+    import yaml
+
+    from rlvr.cli import CONF_DIR
+
+    path = Path(CONF_DIR) / "accelerate" / f"{accelerate}.yaml"
+    data = yaml.safe_load(path.read_text()) or {}
+    return int(data.get("num_processes", 1)) * int(data.get("num_machines", 1))

@@ -1,0 +1,191 @@
+"""Where stages run: local processes, or submitit jobs (its local executor, or SLURM).
+
+No scheduler of our own: locally a stage is a child process; on a cluster it is a submitit
+job with ``afterok`` dependencies on its inputs' jobs, requeued on preemption (training
+stages carry ``resume=true`` and continue from their newest complete checkpoint).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from rlvr.study.manifest import log_path, mark_done, mark_started, read_json
+from rlvr.study.plan import Stage
+
+
+@dataclass
+class StageJob:
+    """One stage's process and its completion rule; picklable, so submitit can run it."""
+
+    root: Path
+    stage: Stage
+    config_hash: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str = "."
+    processes: int = 1
+
+    @property
+    def log(self) -> Path:
+        return log_path(self.root, self.stage.name)
+
+    def prepare(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        mark_started(self.root, self.stage, self.config_hash)
+
+    def finish(self, returncode: int, wall_s: float) -> dict[str, Any]:
+        """Facts of a finished process; the done marker when it succeeded with full outputs."""
+        facts = {
+            "returncode": returncode,
+            "wall_s": wall_s,
+            "device_s": self.device_seconds(wall_s),
+            "end": time.time(),
+        }
+        if returncode == 0:
+            try:
+                mark_done(self.root, self.stage, self.config_hash, facts)
+            except RuntimeError as err:
+                with self.log.open("a") as fh:
+                    fh.write(f"\n[rlvr.study] {err}\n")
+                facts["returncode"] = 1
+        return facts
+
+    def device_seconds(self, wall_s: float) -> float:
+        """The stage's own record when it keeps one (runs, merges), else processes x wall."""
+        for name in ("summary.json", "merge.json"):
+            data = read_json(self.stage.out_dir / name) or {}
+            recorded = (data.get("compute") or {}).get("device_seconds", data.get("device_seconds"))
+            if recorded is not None and self.stage.kind != "eval":
+                return float(recorded)
+        return self.processes * wall_s
+
+    def __call__(self) -> int:
+        """Run inside a submitit job: the command, then the marker (the driver may be gone)."""
+        self.prepare()
+        started = time.time()
+        with self.log.open("a") as fh:
+            code = subprocess.run(
+                self.argv, cwd=self.cwd, env={**os.environ, **self.env}, stdout=fh,
+                stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+            ).returncode  # fmt: skip
+        return int(self.finish(code, time.time() - started)["returncode"])
+
+    def checkpoint(self, *args: Any, **kwargs: Any):
+        """submitit's preemption hook: requeue the same job (training resumes from checkpoint)."""
+        from submitit.helpers import DelayedSubmission
+
+        return DelayedSubmission(self, *args, **kwargs)
+
+
+def _die_with_parent() -> None:
+    """Child side of fork: get SIGKILL when the parent dies, so a killed study leaves no
+    orphan trainer writing into the folder the rerun resumes."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class Launcher(Protocol):
+    name: str
+    submits_ahead: bool  # True: dependents may be submitted before their inputs finish
+    capacity: int  # stages held at once
+
+    def start(self, job: StageJob, deps: Sequence[Any]) -> Any: ...
+
+    def poll(self, handle: Any) -> int | None: ...
+
+    def cancel(self, handle: Any) -> None: ...
+
+
+class LocalLauncher:
+    """Child processes, ``jobs`` at a time, each in its own session with its log file."""
+
+    name = "local"
+    submits_ahead = False
+
+    def __init__(self, jobs: int) -> None:
+        self.capacity = jobs
+
+    def start(self, job: StageJob, deps: Sequence[Any]) -> subprocess.Popen:
+        job.prepare()
+        with job.log.open("a") as fh:
+            return subprocess.Popen(
+                job.argv, cwd=job.cwd, env={**os.environ, **job.env}, stdout=fh,
+                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
+            )  # fmt: skip
+
+    def poll(self, handle: subprocess.Popen) -> int | None:
+        return handle.poll()
+
+    def cancel(self, handle: subprocess.Popen) -> None:
+        if handle.poll() is None:
+            os.killpg(handle.pid, signal.SIGTERM)
+            try:
+                handle.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(handle.pid, signal.SIGKILL)
+
+
+class SubmititLauncher:
+    """submitit jobs: ``cluster="local"`` runs them as local processes (dependencies held back
+    by the study until their inputs are done); ``cluster="slurm"`` submits every stage at once
+    with ``afterok`` dependencies and lets SLURM order them."""
+
+    def __init__(self, root: Path, cluster: str, jobs: int, params: Mapping[str, Any]) -> None:
+        import submitit
+
+        self.name = f"submitit_{cluster}"
+        self.cluster = cluster
+        self.submits_ahead = cluster == "slurm"
+        self.capacity = 10**6 if self.submits_ahead else jobs
+        self.folder = root / ".submitit"
+        self.params = dict(params)
+        self._submitit = submitit
+
+    def start(self, job: StageJob, deps: Sequence[Any]) -> Any:
+        executor = self._submitit.AutoExecutor(folder=str(self.folder / "%j"), cluster=self.cluster)
+        params: dict[str, Any] = {"name": job.stage.name, **self.params}
+        if self.cluster == "slurm" and deps:
+            extra = dict(params.pop("slurm_additional_parameters", {}) or {})
+            extra["dependency"] = "afterok:" + ":".join(str(d.job_id) for d in deps)
+            params["slurm_additional_parameters"] = extra
+        executor.update_parameters(**params)
+        return executor.submit(job)
+
+    def poll(self, handle: Any) -> int | None:
+        if not handle.done():
+            return None
+        try:
+            return int(handle.result())
+        except Exception:  # noqa: BLE001  (the job's own error is in its submitit log)
+            return -1
+
+    def cancel(self, handle: Any) -> None:
+        handle.cancel(check=False)
+
+
+def make_launcher(kind: str, root: Path, jobs: int, params: Mapping[str, Any]) -> Launcher:
+    if kind == "local":
+        return LocalLauncher(jobs)
+    cluster = "local" if kind == "submitit_local" else "slurm"
+    return SubmititLauncher(root, cluster, jobs, params)
+
+
+def thread_env(jobs: int, launcher: Launcher, stage: Stage) -> dict[str, str]:
+    """Split this machine's cores between the stages that run at once (local launchers only):
+    OpenMP threads oversubscribing the cores slow small models several-fold. An exclusive
+    stage runs alone and takes them all."""
+    if launcher.submits_ahead:
+        return {}
+    cores = os.cpu_count() or 1
+    threads = str(cores if stage.exclusive else max(1, cores // max(1, jobs)))
+    return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}

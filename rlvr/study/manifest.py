@@ -1,0 +1,178 @@
+"""The study folder's record: ``study.json`` (every stage) and per-stage done markers.
+
+A stage is done when its marker exists with the stage's current config hash; the marker is
+written last, atomically, after the stage's outputs were checked. ``study.json`` is the
+readable record a person (or the next run) opens: command, hash, status, times, files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlvr.config import ConfigError
+from rlvr.study.plan import Stage
+
+MANIFEST = "study.json"
+MARKERS = ".stages"
+LOGS = "logs"
+
+
+def marker_path(root: Path, name: str) -> Path:
+    return root / MARKERS / f"{name}.done.json"
+
+
+def log_path(root: Path, name: str) -> Path:
+    return root / LOGS / f"{name}.log"
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(payload, indent=2, default=str))
+    tmp.replace(path)
+
+
+def read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def missing_outputs(stage: Stage) -> list[Path]:
+    return [p for p in stage.outputs if not p.is_file()]
+
+
+def mark_done(root: Path, stage: Stage, config_hash: str, facts: Mapping[str, Any]) -> None:
+    """Check the stage's outputs, then write its marker (the last thing a stage writes)."""
+    if missing := missing_outputs(stage):
+        raise RuntimeError(
+            f"stage {stage.name} exited 0 but its outputs are incomplete: "
+            f"{', '.join(str(p) for p in missing)}"
+        )
+    _write_json(marker_path(root, stage.name), {"hash": config_hash, **facts})
+
+
+def mark_started(root: Path, stage: Stage, config_hash: str) -> None:
+    """Which config the stage's (possibly partial) outputs come from: a resume must match it."""
+    _write_json(root / MARKERS / f"{stage.name}.started.json", {"hash": config_hash})
+
+
+def started_hash(root: Path, stage: Stage) -> str | None:
+    return (read_json(root / MARKERS / f"{stage.name}.started.json") or {}).get("hash")
+
+
+def done_hash(root: Path, stage: Stage) -> str | None:
+    """The hash a finished stage ran with, or None when it has not finished (or lost outputs)."""
+    marker = read_json(marker_path(root, stage.name))
+    if not marker or missing_outputs(stage):
+        return None
+    return marker.get("hash")
+
+
+def invalidate(root: Path, stage: Stage) -> None:
+    """Forget a stage: its marker and its outputs (a rerun must not resume stale work)."""
+    marker_path(root, stage.name).unlink(missing_ok=True)
+    (root / MARKERS / f"{stage.name}.started.json").unlink(missing_ok=True)
+    if stage.out_dir.is_dir() and root in stage.out_dir.parents:
+        shutil.rmtree(stage.out_dir)
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    """What to do with each stage given what the folder already holds."""
+
+    reuse: tuple[str, ...]  # done with the same config: skipped
+    stale: dict[str, str]  # name -> why it reruns (its config, or a dependency's, changed)
+
+
+def reconcile(
+    root: Path, stages: Sequence[Stage], hashes: Mapping[str, str], force: bool
+) -> Reconciled:
+    """Compare the folder with the plan; refuse a folder made by a different plan unless forced.
+
+    A different plan: the folder holds finished stages this plan does not have. Stages whose
+    config changed are invalidated together with their dependents (their hashes include the
+    dependency's), never silently reused.
+    """
+    planned = {s.name for s in stages}
+    foreign = sorted(
+        p.name.removesuffix(".done.json")
+        for p in (root / MARKERS).glob("*.done.json")
+        if p.name.removesuffix(".done.json") not in planned
+    )
+    if foreign and not force:
+        previous = read_json(root / MANIFEST) or {}
+        raise ConfigError(
+            f"{root} holds outputs of a different study plan.\n"
+            f"  finished there, not in this plan: {', '.join(foreign)}\n"
+            f"  planned here, not there: {', '.join(sorted(planned - set(previous.get('stages', {})))) or '-'}\n"
+            "Use another study.out_dir (or experiment), or pass study.force=true to run this "
+            "plan there (the other stages' outputs stay on disk, unused)."
+        )
+    for name in foreign:
+        marker_path(root, name).unlink(missing_ok=True)
+    reuse, stale = [], {}
+    for stage in stages:
+        had = done_hash(root, stage)
+        if had == hashes[stage.name]:
+            reuse.append(stage.name)
+        elif had is not None or started_hash(root, stage) not in (None, hashes[stage.name]):
+            changed = [d for d in stage.deps if d in stale]
+            stale[stage.name] = (
+                f"dependency {', '.join(changed)} changed" if changed else "its config changed"
+            )
+    return Reconciled(tuple(reuse), stale)
+
+
+class Manifest:
+    """``study.json``: the plan and every stage's state, rewritten atomically on each change."""
+
+    def __init__(self, root: Path, plan: Mapping[str, Any], entries: dict[str, dict]) -> None:
+        self.root = root
+        self.plan = dict(plan)
+        self.entries = entries
+
+    @classmethod
+    def create(
+        cls,
+        root: Path,
+        plan: Mapping[str, Any],
+        stages: Sequence[Stage],
+        hashes: Mapping[str, str],
+        commands: Mapping[str, list[str]],
+    ) -> Manifest:
+        previous = (read_json(root / MANIFEST) or {}).get("stages", {})
+        entries = {}
+        for s in stages:
+            old = previous.get(s.name, {})
+            entries[s.name] = {
+                "kind": s.kind,
+                "command": commands[s.name],
+                "deps": list(s.deps),
+                "config_hash": hashes[s.name],
+                "status": "pending",
+                "start": old.get("start") if old.get("config_hash") == hashes[s.name] else None,
+                "end": None,
+                "wall_s": None,
+                "device_s": None,
+                "returncode": None,
+                "out_dir": str(s.out_dir),
+                "log": str(log_path(root, s.name)),
+            }
+        return cls(root, plan, entries)
+
+    def update(self, name: str, **fields: Any) -> None:
+        self.entries[name].update(fields)
+        self.save()
+
+    def save(self) -> None:
+        payload = {"plan": self.plan, "updated": time.time(), "stages": self.entries}
+        _write_json(self.root / MANIFEST, payload)

@@ -1,0 +1,282 @@
+"""The study's plan: SFT -> experts -> mixed -> merges -> optional stages -> evaluation -> report.
+
+Each stage is one existing entry point run as its own process with explicit Hydra overrides;
+stages find each other's outputs through the folders this module assigns, never through
+paths a person types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rlvr.config import ConfigError, RunConfig
+from tasks.schema import DOMAINS
+
+TRAINING_KINDS = ("sft", "expert", "mixed")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One process of the study: what it runs, what it needs, and what it leaves behind."""
+
+    name: str  # unique, filesystem-safe: sft, expert-math-seed0, merge-ties-seed0, eval-sft, ...
+    kind: str  # sft | expert | mixed | merge | eval | report | an optional stage's kind
+    entry: str  # module run with ``python -m`` (or ``accelerate launch -m``)
+    overrides: tuple[str, ...]  # Hydra overrides, after the study's own
+    deps: tuple[str, ...]
+    out_dir: Path  # the folder the stage writes (cleared when the stage is invalidated)
+    outputs: tuple[Path, ...]  # files that exist once the stage's outputs are complete
+    total_steps: int | None = None  # training steps, for progress
+    progress_file: Path | None = None  # metrics.jsonl with a "step" per logged line
+    multiprocess: bool = False  # runs under ``accelerate launch`` when the study names a config
+    # Runs alone with every core on a local machine: the SFT stage, which gates all the others
+    # (sharing the cores with the base model's evaluation would leave one idle after it).
+    exclusive: bool = False
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A model the plan produces or names: its label in the tables and where it will be."""
+
+    label: str
+    path: str  # a model folder (or "tiny" / a Hub id for the base model)
+    stage: str | None  # the stage that makes it; None: exists before the study
+
+
+@dataclass
+class PlanContext:
+    """What optional stages see: the study's settings and the models planned so far."""
+
+    run: RunConfig
+    root: Path
+    sft: ModelRef
+    experts: dict[tuple[str, int], ModelRef]  # (domain, seed) -> expert
+    mixed: dict[int, ModelRef]  # seed -> mixed model
+    extra_models: list[ModelRef] = field(default_factory=list)
+
+
+# Optional stages by name (``study.stages=[...]``): a builder returns its stages and the models
+# they add to the evaluation. Distillation and the analyses register here.
+OptionalStageBuilder = Callable[[PlanContext], tuple[list[Stage], list[ModelRef]]]
+OPTIONAL_STAGES: dict[str, OptionalStageBuilder] = {}
+
+
+def register_optional_stage(name: str, builder: OptionalStageBuilder) -> None:
+    OPTIONAL_STAGES[name] = builder
+
+
+def quote(value: str) -> str:
+    """A Hydra override value that parses as this exact string (paths hold '=', ',' or ' ')."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def quoted_list(values: Sequence[str]) -> str:
+    return "[" + ",".join(quote(v) for v in values) + "]"
+
+
+def study_root(run: RunConfig) -> Path:
+    return Path(run.study.out_dir or Path(run.paths.output_root) / run.experiment).resolve()
+
+
+def benchmarks(run: RunConfig) -> list[str]:
+    """``study.benchmarks``, else those of ``eval.tasks`` that belong to the study's domains."""
+    if run.study.benchmarks:
+        return list(run.study.benchmarks)
+    from rlvr.evaluate import benchmark_domain
+
+    _check_names(run.eval.tasks, "eval.tasks")
+    return [t for t in run.eval.tasks if benchmark_domain(t) in run.study.domains]
+
+
+def check_plan_names(run: RunConfig) -> None:
+    """Unknown domains, merge methods, benchmarks or optional stages fail here, with the
+    valid names, before anything trains."""
+    s = run.study
+    if not s.domains:
+        raise ConfigError(f"study.domains is empty; choose from: {', '.join(DOMAINS)}")
+    if bad := [d for d in s.domains if d not in DOMAINS]:
+        raise ConfigError(f"study.domains: unknown {bad}; valid domains: {', '.join(DOMAINS)}")
+    if not s.seeds or len(set(s.seeds)) != len(s.seeds):
+        raise ConfigError(f"study.seeds={s.seeds}: give one or more distinct integers")
+    from rlvr.merge_presets import resolve
+
+    for method in s.merges:
+        try:
+            resolve(method)
+        except ValueError as err:
+            raise ConfigError(f"study.merges: {err}") from None
+    if s.merges and len(s.domains) < 2:
+        raise ConfigError("study.merges needs at least two domains' experts to merge")
+    _check_benchmarks(run)
+    if bad := [n for n in s.stages if n not in OPTIONAL_STAGES]:
+        known = ", ".join(sorted(OPTIONAL_STAGES)) or "none are installed yet"
+        raise ConfigError(f"study.stages: unknown {bad}; optional stages: {known}")
+    if s.jobs < 1:
+        raise ConfigError(f"study.jobs={s.jobs}; run at least one stage at a time")
+    if s.accelerate and not _accelerate_file(s.accelerate).is_file():
+        raise ConfigError(
+            f"study.accelerate={s.accelerate!r}: no conf/accelerate/{s.accelerate}.yaml"
+        )
+
+
+def _check_names(names: Sequence[str], key: str) -> None:
+    from rlvr.evaluate import MICRO_PREFIX
+    from tasks import micro
+    from tasks.registry import known_tasks
+
+    valid = set(known_tasks()) | {MICRO_PREFIX + d for d in micro.DOMAINS}
+    if bad := [b for b in names if b not in valid]:
+        raise ConfigError(f"{key}: unknown benchmarks {bad}; valid: {', '.join(sorted(valid))}")
+
+
+def _check_benchmarks(run: RunConfig) -> None:
+    _check_names(run.study.benchmarks, "study.benchmarks")
+    if not benchmarks(run):
+        raise ConfigError(
+            f"no benchmarks for domains {run.study.domains}: set study.benchmarks=[...] "
+            "or eval.tasks=[...]"
+        )
+
+
+def _accelerate_file(name: str) -> Path:
+    from rlvr.cli import CONF_DIR
+
+    return Path(CONF_DIR) / "accelerate" / f"{name}.yaml"
+
+
+def _domain_option(run: RunConfig, domains: Sequence[str]) -> str:
+    return "domains=[" + ",".join(run.study.domain_prefix + d for d in domains) + "]"
+
+
+def _training_stage(
+    run: RunConfig, name: str, kind: str, entry: str, out: Path, extra: list[str], deps
+) -> Stage:
+    steps = run.sft.max_steps if kind == "sft" else run.trainer.max_steps
+    overrides = [
+        "eval.in_run=false",
+        *extra,
+        f"hydra.run.dir={quote(str(out))}",
+    ]
+    return Stage(
+        name=name,
+        kind=kind,
+        entry=entry,
+        overrides=tuple(overrides),
+        deps=tuple(deps),
+        out_dir=out,
+        outputs=(out / "final" / "config.json", out / "summary.json"),
+        total_steps=steps,
+        progress_file=out / "metrics.jsonl",
+        multiprocess=True,
+        exclusive=kind == "sft",
+    )
+
+
+def build_plan(run: RunConfig) -> list[Stage]:
+    """Expand the study config into stages, in an order that respects every dependency."""
+    check_plan_names(run)
+    s, root = run.study, study_root(run)
+    stages: list[Stage] = []
+    if s.sft_model:
+        sft = ModelRef("sft", str(Path(s.sft_model).expanduser().resolve()), None)
+    else:
+        out = root / "sft"
+        stages.append(
+            _training_stage(
+                run, "sft", "sft", "rlvr.sft", out, [_domain_option(run, s.domains)], []
+            )
+        )
+        sft = ModelRef("sft", str(out / "final"), "sft")
+    sft_deps = [sft.stage] if sft.stage else []
+    ctx = PlanContext(run, root, sft, {}, {})
+    for seed in s.seeds:
+        for domain in s.domains:
+            name = f"expert-{domain}-seed{seed}"
+            out = root / "experts" / f"{domain}-seed{seed}"
+            extra = [
+                _domain_option(run, [domain]),
+                f"init_from={quote(sft.path)}",
+                f"trainer.seed={seed}",
+                "resume=true",
+            ]
+            stages.append(_training_stage(run, name, "expert", "rlvr.train", out, extra, sft_deps))
+            ctx.experts[(domain, seed)] = ModelRef(f"{domain}-seed{seed}", str(out / "final"), name)
+        if s.mixed:
+            name, out = f"mixed-seed{seed}", root / "mixed" / f"seed{seed}"
+            extra = [
+                _domain_option(run, s.domains),
+                f"init_from={quote(sft.path)}",
+                f"trainer.seed={seed}",
+                "resume=true",
+            ]
+            stages.append(_training_stage(run, name, "mixed", "rlvr.train", out, extra, sft_deps))
+            ctx.mixed[seed] = ModelRef(f"mixed-seed{seed}", str(out / "final"), name)
+    merged = [m for seed in s.seeds for m in _merge_stages(run, ctx, seed, stages)]
+    for name in s.stages:
+        extra_stages, extra_models = OPTIONAL_STAGES[name](ctx)
+        stages += extra_stages
+        ctx.extra_models += extra_models
+    models = _models_to_evaluate(run, ctx, merged)
+    evals = [_eval_stage(run, root, m) for m in models]
+    stages += evals
+    stages.append(_report_stage(run, root, [e.name for e in evals]))
+    return stages
+
+
+def _merge_stages(run: RunConfig, ctx: PlanContext, seed: int, stages: list[Stage]):
+    from rlvr.cli import CONF_DIR
+
+    experts = [ctx.experts[(d, seed)] for d in run.study.domains]
+    for method in run.study.merges:
+        name, out = f"merge-{method}-seed{seed}", ctx.root / "merges" / f"{method}-seed{seed}"
+        preset = (Path(CONF_DIR) / "merge" / f"{method}.yaml").is_file()
+        overrides = (
+            f"merge={method}" if preset else f"merge.method={method}",
+            f"merge.name={method}",
+            f"merge.base={quote(ctx.sft.path)}",
+            f"merge.models={quoted_list([e.path for e in experts])}",
+            f"merge.seed={seed}",
+            f"merge.out_dir={quote(str(out))}",
+        )
+        deps = [e.stage for e in experts if e.stage]
+        stages.append(
+            Stage(name, "merge", "rlvr.merge", overrides, tuple(deps), out, (out / "merge.json",))
+        )
+        yield ModelRef(f"{method}-seed{seed}", str(out), name)
+
+
+def _models_to_evaluate(run: RunConfig, ctx: PlanContext, merged: list[ModelRef]):
+    base = [ModelRef("base", run.model.name, None)] if run.study.evaluate_base else []
+    return [
+        *base,
+        ctx.sft,
+        *ctx.experts.values(),
+        *ctx.mixed.values(),
+        *merged,
+        *ctx.extra_models,
+    ]
+
+
+def _eval_stage(run: RunConfig, root: Path, model: ModelRef) -> Stage:
+    out = root / "eval" / model.label
+    names = benchmarks(run)
+    overrides = (
+        _domain_option(run, run.study.domains),
+        f"eval.models=[{quote(f'{model.label}={model.path}')}]",
+        f"eval.tasks=[{','.join(names)}]",
+        f"eval.out_dir={quote(str(root))}",
+    )
+    deps = (model.stage,) if model.stage else ()
+    outputs = tuple(out / f"{b}.json" for b in names)
+    return Stage(f"eval-{model.label}", "eval", "rlvr.evaluate", overrides, deps, out, outputs)
+
+
+def _report_stage(run: RunConfig, root: Path, deps: list[str]) -> Stage:
+    out = root / "report"
+    overrides = (_domain_option(run, run.study.domains), f"report.study_dir={quote(str(root))}")
+    outputs = tuple(
+        out / f"{t}.md" for t in ("main_table", "merge_table", "diff_table", "cost_table")
+    )
+    return Stage("report", "report", "rlvr.report", overrides, tuple(deps), out, outputs)

@@ -1,0 +1,145 @@
+"""Run the planned stages through a launcher: dependencies first, failures stop dependents only.
+
+Statuses: pending, running, done (ran now), skipped (done before with the same config),
+failed (its process failed or left incomplete outputs), blocked (an input stage failed).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rlvr.study.launchers import Launcher, StageJob
+from rlvr.study.manifest import Manifest, invalidate, missing_outputs
+from rlvr.study.plan import Stage
+from rlvr.study.progress import Progress
+
+log = logging.getLogger(__name__)
+
+FINISHED = ("done", "skipped")
+STOPPED = ("failed", "blocked")
+
+
+class Interrupted(Exception):
+    """SIGINT / SIGTERM: running stages were stopped; a rerun resumes them."""
+
+
+def run_stages(
+    stages: Sequence[Stage],
+    jobs: Mapping[str, StageJob],
+    launcher: Launcher,
+    manifest: Manifest,
+    reuse: Sequence[str],
+    stale: Mapping[str, str],
+    progress: Progress,
+    poll_s: float = 1.0,
+) -> dict[str, str]:
+    """Every stage to a final status; returns name -> status."""
+    status = {s.name: ("skipped" if s.name in reuse else "pending") for s in stages}
+    for s in stages:
+        if s.name in stale:
+            log.warning("stage %s reruns: %s", s.name, stale[s.name])
+            invalidate(manifest.root, s)
+        if status[s.name] == "skipped":
+            manifest.entries[s.name]["status"] = "skipped"
+    manifest.save()
+    running: dict[str, tuple[Any, float]] = {}
+    previous = {signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
+
+    def stop(signum, frame):  # noqa: ARG001
+        raise Interrupted(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        while True:
+            _block_dependents(stages, status, running, launcher, manifest)
+            _start_ready(stages, status, running, jobs, launcher, manifest)
+            for name, (handle, started) in list(running.items()):
+                code = launcher.poll(handle)
+                if code is not None:
+                    del running[name]
+                    _finished(name, code, started, jobs[name], status, manifest)
+            _block_dependents(stages, status, running, launcher, manifest)
+            progress.render(status, {n: t for n, (_, t) in running.items()})
+            if not running and not _startable(stages, status, launcher):
+                break
+            time.sleep(poll_s)
+    except (KeyboardInterrupt, Interrupted):
+        for name, (handle, _) in running.items():
+            launcher.cancel(handle)
+            manifest.entries[name]["status"] = "interrupted"
+        manifest.save()
+        raise Interrupted("stopped; rerun the same command to resume") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous[signal.SIGTERM])
+    progress.render(status, {}, final=True)
+    return status
+
+
+def _ready(stage: Stage, status: Mapping[str, str], launcher: Launcher) -> bool:
+    ok = FINISHED + (("running",) if launcher.submits_ahead else ())
+    return status[stage.name] == "pending" and all(status[d] in ok for d in stage.deps)
+
+
+def _startable(stages: Sequence[Stage], status: Mapping[str, str], launcher: Launcher) -> bool:
+    return any(_ready(s, status, launcher) for s in stages)
+
+
+def _start_ready(stages, status, running, jobs, launcher: Launcher, manifest: Manifest) -> None:
+    by_name = {s.name: s for s in stages}
+    for stage in stages:
+        if len(running) >= launcher.capacity:
+            return
+        if not _ready(stage, status, launcher):
+            continue
+        if not launcher.submits_ahead and any(by_name[n].exclusive for n in running):
+            return
+        if not launcher.submits_ahead and stage.exclusive and running:
+            continue
+        if missing := _missing_input(stage, by_name):
+            status[stage.name] = "failed"
+            manifest.update(stage.name, status="failed", returncode=None, error=missing)
+            continue
+        deps = [running[d][0] for d in stage.deps if d in running]
+        handle = launcher.start(jobs[stage.name], deps)
+        running[stage.name] = (handle, time.time())
+        status[stage.name] = "running"
+        manifest.update(stage.name, status="running", start=time.time(), end=None)
+
+
+def _missing_input(stage: Stage, by_name: Mapping[str, Stage]) -> str | None:
+    """A finished input whose outputs are gone (deleted by hand): name the stage that makes it."""
+    for dep in stage.deps:
+        if dep in by_name and (missing := missing_outputs(by_name[dep])):
+            return (
+                f"input {missing[0]} is missing; stage {dep} makes it: rerun the study "
+                f"command and {dep} runs again"
+            )
+    return None
+
+
+def _finished(name: str, code: int, started: float, job: StageJob, status, manifest) -> None:
+    """Check the outputs and write the marker (again, for submitit jobs that wrote their own)."""
+    facts = job.finish(code, time.time() - started)
+    status[name] = "done" if facts["returncode"] == 0 else "failed"
+    manifest.update(name, status=status[name], **facts)
+
+
+def _block_dependents(stages, status, running, launcher: Launcher, manifest: Manifest) -> None:
+    changed = True
+    while changed:
+        changed = False
+        for stage in stages:
+            if status[stage.name] not in ("pending", "running") or stage.name not in status:
+                continue
+            failed = [d for d in stage.deps if status[d] in STOPPED]
+            if not failed or (status[stage.name] == "running" and not launcher.submits_ahead):
+                continue
+            if stage.name in running:  # submitted ahead (SLURM): its afterok can never hold
+                launcher.cancel(running.pop(stage.name)[0])
+            status[stage.name] = "blocked"
+            manifest.update(stage.name, status="blocked", blocked_by=failed)
+            changed = True

@@ -1,0 +1,113 @@
+"""The study end to end at reduced scale, with real stages: through submitit's local executor
+with dependencies honoured, and killed with SIGKILL during an expert stage then rerun, ending
+with the same tables as the uninterrupted study."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rlvr.checkpoints import latest_complete_checkpoint
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = [
+    "experiment=tiny_study",
+    "study.domains=[math,instruction]",
+    "study.merges=[ties]",
+    "study.evaluate_base=false",
+    "study.poll_s=0.2",
+    "sft.max_steps=30",
+    "sft.examples_per_domain=200",
+    "trainer.max_steps=6",
+    "trainer.save_steps=2",
+    "eval.max_prompts=6",
+    "eval.k=2",
+]
+TABLES = ("main_table.csv", "merge_table.csv", "diff_table.csv")
+
+
+def study_cmd(out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "rlvr.study", *SMALL, f"study.out_dir={out}", *extra]
+
+
+def run_study(out: Path, *extra: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(study_cmd(out, *extra), cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def processes_writing_to(folder: Path) -> list[int]:
+    """Live processes whose command line names the folder (orphans of a killed study)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(folder) in (proc / "cmdline").read_text():
+                if "Z" not in (proc / "stat").read_text().split()[2]:
+                    pids.append(int(proc.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> Path:
+    """The uninterrupted study, through submitit's local executor (real job processes)."""
+    out = tmp_path_factory.mktemp("reference") / "study"
+    result = run_study(out, "study.launcher=submitit_local")
+    assert "mixed / separate compute" in result.stdout
+    return out
+
+
+def test_submitit_runs_every_stage_after_its_inputs(reference):
+    stages = json.loads((reference / "study.json").read_text())["stages"]
+    assert len(stages) == 10 and {e["status"] for e in stages.values()} == {"done"}
+    for name, entry in stages.items():
+        for dep in entry["deps"]:
+            assert entry["start"] >= stages[dep]["end"], f"{name} started before {dep} ended"
+        assert Path(entry["log"]).is_file()
+    assert (reference / ".submitit").is_dir()
+    for table in TABLES:
+        assert (reference / "report" / table).is_file()
+
+
+def test_sigkill_during_an_expert_then_rerun_gives_the_same_tables(reference, tmp_path):
+    out = tmp_path / "study"
+    expert = out / "experts" / "math-seed0"
+    proc = subprocess.Popen(
+        study_cmd(out), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.time() + 600
+    while latest_complete_checkpoint(expert / "checkpoints") is None:
+        assert proc.poll() is None, "the study ended before the expert saved a checkpoint"
+        assert time.time() < deadline
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL)  # the whole study, as a preempted node would
+    proc.wait()
+    assert not (expert / "final" / "config.json").exists(), "killed too late to test resume"
+    time.sleep(2)
+    assert processes_writing_to(out) == [], "a killed study left stage processes running"
+
+    result = run_study(out)
+    log = (out / "logs" / "expert-math-seed0.log").read_text()
+    assert "resuming from" in log and "checkpoint-" in log
+    stages = json.loads((out / "study.json").read_text())["stages"]
+    assert stages["sft"]["status"] == "skipped"  # finished before the kill: not rerun
+    assert stages["expert-math-seed0"]["status"] == "done"
+    for table in TABLES:
+        ours = (out / "report" / table).read_text()
+        assert ours == (reference / "report" / table).read_text(), table
+    assert "stages:" in result.stdout
+
+    again = run_study(out)  # nothing left to do: every stage skipped, same tables
+    final = json.loads((out / "study.json").read_text())["stages"]
+    assert {e["status"] for e in final.values()} == {"skipped"}
+    assert "10 skipped" in again.stdout

@@ -1,0 +1,214 @@
+"""The study's plan: stages, dependencies, commands, config hashes and bad input at plan time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from omegaconf import OmegaConf
+
+from rlvr.config import ConfigError
+from rlvr.study.__main__ import load_study, plan
+from rlvr.study.commands import compose
+from rlvr.study.plan import DOMAINS, quote, register_optional_stage
+
+MERGES = ("average", "task_arithmetic", "ties", "ties_dare", "ta_dare", "sce")
+
+
+def _plan(tmp_path, *extra: str):
+    return plan(["experiment=tiny_study", f"study.out_dir={tmp_path}", *extra])
+
+
+def test_tiny_study_expands_to_every_stage_with_its_dependencies(tmp_path):
+    run, stages, hashes, commands = _plan(tmp_path)
+    names = [s.name for s in stages]
+    experts = [f"expert-{d}-seed0" for d in DOMAINS]
+    merges = [f"merge-{m}-seed0" for m in MERGES]
+    models = ["base", "sft", *(f"{d}-seed0" for d in DOMAINS), "mixed-seed0"]
+    models += [f"{m}-seed0" for m in MERGES]
+    assert names == [
+        "sft",
+        *experts,
+        "mixed-seed0",
+        *merges,
+        *(f"eval-{m}" for m in models),
+        "report",
+    ]
+    by_name = {s.name: s for s in stages}
+    for name in [*experts, "mixed-seed0"]:
+        assert by_name[name].deps == ("sft",)
+    for name in merges:
+        assert set(by_name[name].deps) == set(experts)
+    assert by_name["eval-base"].deps == ()
+    assert by_name["eval-ties-seed0"].deps == ("merge-ties-seed0",)
+    assert set(by_name["report"].deps) == {f"eval-{m}" for m in models}
+    assert len(set(hashes.values())) == len(stages)  # every stage its own config
+    # inside a study the training stages skip their own held-out evaluations
+    for name in ["sft", *experts, "mixed-seed0"]:
+        assert "eval.in_run=false" in commands[name]
+        assert "resume=true" in commands[name] or name == "sft"
+
+
+def test_seeds_multiply_trained_models_and_merges_only(tmp_path):
+    _, stages, _, _ = _plan(tmp_path, "study.seeds=[0,1]", "study.merges=[ties]")
+    names = [s.name for s in stages]
+    assert names.count("sft") == 1 and "eval-base" in names and "eval-sft" in names
+    for seed in (0, 1):
+        assert f"mixed-seed{seed}" in names and f"merge-ties-seed{seed}" in names
+        merge = next(s for s in stages if s.name == f"merge-ties-seed{seed}")
+        assert set(merge.deps) == {f"expert-{d}-seed{seed}" for d in DOMAINS}
+        assert f"merge.seed={seed}" in merge.overrides
+    assert len(stages) == 1 + 2 * (5 + 1 + 1) + 2 + 2 * 7 + 1
+
+
+def test_stage_commands_parse_back_to_the_planned_paths(tmp_path):
+    """Paths with '=', ',', quotes and spaces reach each stage exactly (no hand quoting)."""
+    odd = tmp_path / "a b=1,c'd\"e"
+    run, stages, _, commands = _plan(tmp_path, f"study.out_dir={quote(str(odd))}")
+    expert = next(s for s in stages if s.name == "expert-math-seed0")
+    cfg = compose(commands[expert.name][3:])
+    assert cfg.init_from == str(odd / "sft" / "final")
+    assert cfg.trainer.seed == 0 and list(cfg.domains) == ["math"]
+    merge = next(s for s in stages if s.name == "merge-ties-seed0")
+    cfg = compose(commands[merge.name][3:])
+    assert list(cfg.merge.models) == [
+        str(odd / "experts" / f"{d}-seed0" / "final") for d in DOMAINS
+    ]
+    assert cfg.merge.base == str(odd / "sft" / "final") and cfg.merge.method == "ties"
+
+
+def test_a_changed_setting_invalidates_the_stages_that_use_it_and_their_dependents(tmp_path):
+    _, stages, before, _ = _plan(tmp_path)
+    _, _, after, _ = _plan(tmp_path, "algo.learning_rate=5e-5")
+    changed = {n for n in before if before[n] != after[n]}
+    assert "sft" not in changed and "eval-base" not in changed  # GRPO settings do not touch them
+    assert "eval-sft" not in changed
+    for s in stages:
+        if s.kind in ("expert", "mixed", "merge", "report") or s.name.endswith("seed0"):
+            assert s.name in changed, s.name
+    _, _, sft_changed, _ = _plan(tmp_path, "sft.max_steps=7")
+    assert {n for n in before if before[n] != sft_changed[n]} == set(before) - {"eval-base"}
+
+
+def test_study_settings_that_do_not_change_results_keep_the_hashes(tmp_path):
+    _, _, a, _ = _plan(tmp_path, "study.jobs=1")
+    _, _, b, _ = _plan(tmp_path, "study.jobs=2", "study.poll_s=3")
+    assert a == b
+
+
+@pytest.mark.parametrize(
+    "override, names",
+    [
+        ("study.domains=[math,chemistry]", ["chemistry", "math", "code", "agent"]),
+        ("study.merges=[ties,frankenmerge]", ["frankenmerge", "ties", "task_arithmetic"]),
+        ("study.benchmarks=[micro_math,gsm9k]", ["gsm9k", "gsm8k", "micro_math"]),
+        ("study.stages=[distill]", ["distill"]),
+        ("study.seeds=[0,0]", ["distinct"]),
+    ],
+)
+def test_unknown_names_fail_at_plan_time_with_the_valid_ones(tmp_path, override, names):
+    with pytest.raises(ConfigError) as err:
+        _plan(tmp_path, override)
+    for name in names:
+        assert name in str(err.value)
+
+
+def test_merges_need_two_experts(tmp_path):
+    with pytest.raises(ConfigError, match="at least two"):
+        _plan(tmp_path, "study.domains=[math]")
+    _, stages, _, _ = _plan(tmp_path, "study.domains=[math]", "study.merges=[]")
+    assert [s.name for s in stages if s.kind == "merge"] == []
+
+
+def test_benchmarks_follow_the_study_domains(tmp_path):
+    _, stages, _, _ = _plan(tmp_path, "study.domains=[math,code]")
+    report = stages[-1]
+    assert report.name == "report"
+    evals = [s for s in stages if s.kind == "eval"]
+    assert {p.name for p in evals[0].outputs} == {"micro_math.json", "micro_code.json"}
+
+
+def test_optional_stages_plug_in_by_name(tmp_path):
+    from rlvr.study.plan import OPTIONAL_STAGES, ModelRef, Stage
+
+    def distill(ctx):
+        out = ctx.root / "distill"
+        deps = tuple(e.stage for e in ctx.experts.values())
+        stage = Stage(
+            "distill-seed0", "distill", "rlvr.train", ("trainer.max_steps=1",), deps, out, ()
+        )
+        return [stage], [ModelRef("mtopd-seed0", str(out / "final"), "distill-seed0")]
+
+    register_optional_stage("test_distill", distill)
+    try:
+        _, stages, _, _ = _plan(tmp_path, "study.stages=[test_distill]", "study.merges=[ties]")
+    finally:
+        OPTIONAL_STAGES.pop("test_distill")
+    by_name = {s.name: s for s in stages}
+    assert set(by_name["distill-seed0"].deps) == {f"expert-{d}-seed0" for d in DOMAINS}
+    assert by_name["eval-mtopd-seed0"].deps == ("distill-seed0",)
+    assert "eval-mtopd-seed0" in by_name["report"].deps
+
+
+def test_an_existing_sft_model_replaces_the_sft_stage(tmp_path, tiny_model_dir):
+    _, stages, _, commands = _plan(tmp_path, f"study.sft_model={tiny_model_dir}", "study.merges=[]")
+    assert "sft" not in [s.name for s in stages]
+    assert all(s.deps == () for s in stages if s.kind == "expert")
+    assert f'init_from="{tiny_model_dir}"' in commands["expert-math-seed0"]
+
+
+def test_training_stages_run_under_accelerate_when_the_study_names_a_config(tmp_path):
+    _, stages, _, commands = _plan(tmp_path, "study.accelerate=cpu_fsdp2")
+    assert commands["expert-math-seed0"][1:4] == [
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+    ]
+    assert commands["expert-math-seed0"][4].endswith("conf/accelerate/cpu_fsdp2.yaml")
+    assert commands["merge-ties-seed0"][1:3] == ["-m", "rlvr.merge"]
+    with pytest.raises(ConfigError, match="no conf/accelerate/nope.yaml"):
+        _plan(tmp_path, "study.accelerate=nope")
+
+
+def test_m2rl_study_composes_for_gpu_clusters(tmp_path):
+    run, stages, _, commands = plan(["experiment=m2rl_study", f"study.out_dir={tmp_path}"])
+    assert run.model.name == "Qwen/Qwen3-4B-Base" and run.study.launcher == "slurm"
+    assert run.algo.num_generations == 16 and run.algo.learning_rate == 2e-6
+    expert = commands["expert-code-seed0"]
+    assert "accelerate.commands.launch" in expert and "domains=[m2rl/code]" in expert
+    assert "eval.backend" not in " ".join(expert)
+    cfg = OmegaConf.to_container(compose(commands["eval-sft"][3:]))
+    assert cfg["eval"]["backend"] == "vllm" and "aime24" in cfg["eval"]["tasks"]
+    assert len([s for s in stages if s.kind == "merge"]) == 6
+
+
+def test_dry_run_prints_every_stage_with_command_and_dependencies(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "rlvr.study", "experiment=tiny_study", "study.dry_run=true",
+         f"study.out_dir={tmp_path}"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    _, stages, _, _ = _plan(tmp_path)
+    assert out.splitlines()[0] == f"{len(stages)} stages"
+    for s in stages:
+        line = next(x for x in out.splitlines() if x.startswith(s.name + " "))
+        assert line.split("after ")[1] == (",".join(s.deps) or "-")
+    assert out.count("-m rlvr.train") == 6 and out.count("-m rlvr.merge") == 6
+    assert not (tmp_path / "study.json").exists()  # a dry run touches nothing
+
+
+def test_bad_input_exits_with_the_fix_before_anything_runs(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "rlvr.study", "experiment=tiny_study", "study.merges=[tie]",
+         f"study.out_dir={tmp_path}"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "unknown merge method 'tie'" in result.stderr and "ties" in result.stderr
+    assert not (tmp_path / "study.json").exists()
+
+
+def test_load_study_rejects_unknown_group_options():
+    with pytest.raises(ConfigError, match="valid study"):
+        load_study(["experiment=tiny_study", "study=huge"])

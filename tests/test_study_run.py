@@ -1,0 +1,197 @@
+"""Running a plan: real processes through the local and submitit launchers, dependencies,
+failures, done markers, the manifest, reruns and stale outputs (stages are short scripts)."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rlvr.config import ConfigError
+from rlvr.study.launchers import LocalLauncher, StageJob, SubmititLauncher
+from rlvr.study.manifest import Manifest, marker_path, reconcile
+from rlvr.study.plan import Stage
+from rlvr.study.progress import Progress, closing_screen
+from rlvr.study.scheduler import run_stages
+
+SCRIPT = """
+import json, pathlib, sys, time
+out = pathlib.Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
+(out / "start").write_text(repr(time.time()))
+time.sleep(float(sys.argv[2]))
+print("working on", out.name)
+if sys.argv[3] != "0":
+    print("boom: this stage cannot work", flush=True)
+    sys.exit(int(sys.argv[3]))
+if sys.argv[4] == "1":
+    (out / "result.txt").write_text("ok")
+(out / "end").write_text(repr(time.time()))
+"""
+
+
+def fake_stage(root: Path, name: str, deps=(), seconds=0.5, code=0, writes=True) -> StageJob:
+    out = root / name
+    stage = Stage(name, "fake", "fake", (), tuple(deps), out, (out / "result.txt",))
+    argv = [sys.executable, "-c", SCRIPT, str(out), str(seconds), str(code), str(int(writes))]
+    return StageJob(root, stage, f"hash-{name}", argv, {}, str(root))
+
+
+def run(root: Path, jobs: list[StageJob], launcher, reuse=(), stale=None):
+    stages = [j.stage for j in jobs]
+    manifest = Manifest.create(
+        root, {"test": True}, stages, {j.stage.name: j.config_hash for j in jobs},
+        {j.stage.name: j.argv for j in jobs},
+    )  # fmt: skip
+    status = run_stages(
+        stages, {j.stage.name: j for j in jobs}, launcher, manifest, list(reuse), stale or {},
+        Progress(stages, io.StringIO()), poll_s=0.1,
+    )  # fmt: skip
+    return status, manifest
+
+
+def times(root: Path, name: str) -> tuple[float, float]:
+    return float((root / name / "start").read_text()), float((root / name / "end").read_text())
+
+
+def diamond(root: Path) -> list[StageJob]:
+    return [
+        fake_stage(root, "a"),
+        fake_stage(root, "b", ["a"], seconds=1.5),
+        fake_stage(root, "c", ["a"], seconds=1.5),
+        fake_stage(root, "d", ["b", "c"]),
+    ]
+
+
+def check_diamond_order(root: Path, parallel: bool) -> None:
+    a, b, c, d = (times(root, n) for n in "abcd")
+    assert b[0] >= a[1] and c[0] >= a[1]  # after their input
+    assert d[0] >= max(b[1], c[1])
+    if parallel:
+        assert b[0] < c[1] and c[0] < b[1]  # overlapped: two at once
+
+
+def test_local_launcher_runs_dependencies_first_and_two_at_once(tmp_path):
+    status, manifest = run(tmp_path, diamond(tmp_path), LocalLauncher(jobs=2))
+    assert status == dict.fromkeys("abcd", "done")
+    check_diamond_order(tmp_path, parallel=True)
+    saved = json.loads((tmp_path / "study.json").read_text())["stages"]
+    for name in "abcd":
+        assert saved[name]["status"] == "done" and saved[name]["returncode"] == 0
+        assert saved[name]["wall_s"] > 0 and saved[name]["device_s"] > 0
+        assert json.loads(marker_path(tmp_path, name).read_text())["hash"] == f"hash-{name}"
+        assert f"working on {name}" in (tmp_path / "logs" / f"{name}.log").read_text()
+
+
+def test_one_job_runs_stages_one_at_a_time(tmp_path):
+    status, _ = run(tmp_path, diamond(tmp_path), LocalLauncher(jobs=1))
+    assert set(status.values()) == {"done"}
+    b, c = times(tmp_path, "b"), times(tmp_path, "c")
+    assert b[1] <= c[0] or c[1] <= b[0]
+
+
+def test_a_failure_stops_its_dependents_and_lets_independent_stages_finish(tmp_path):
+    jobs = [
+        fake_stage(tmp_path, "train", code=3),
+        fake_stage(tmp_path, "merge", ["train"]),
+        fake_stage(tmp_path, "eval-merge", ["merge"]),
+        fake_stage(tmp_path, "eval-base", seconds=1.0),
+    ]
+    status, manifest = run(tmp_path, jobs, LocalLauncher(jobs=2))
+    assert status == {
+        "train": "failed",
+        "merge": "blocked",
+        "eval-merge": "blocked",
+        "eval-base": "done",
+    }
+    assert not (tmp_path / "merge").exists()  # never started
+    screen = closing_screen(tmp_path, [j.stage for j in jobs], status, manifest.entries)
+    assert "FAILED train (exit status 3)" in screen
+    assert str(tmp_path / "logs" / "train.log") in screen
+    assert "boom: this stage cannot work" in screen  # the log's tail
+    assert "not run (an input stage failed): merge, eval-merge" in screen
+
+
+def test_exit_zero_with_incomplete_outputs_is_a_failure(tmp_path):
+    status, manifest = run(tmp_path, [fake_stage(tmp_path, "x", writes=False)], LocalLauncher(1))
+    assert status == {"x": "failed"}
+    assert not marker_path(tmp_path, "x").exists()
+    assert "outputs are incomplete" in (tmp_path / "logs" / "x.log").read_text()
+
+
+def test_a_rerun_skips_done_stages_and_reruns_stale_ones(tmp_path):
+    jobs = diamond(tmp_path)
+    hashes = {j.stage.name: j.config_hash for j in jobs}
+    run(tmp_path, jobs, LocalLauncher(jobs=2))
+    first = {n: times(tmp_path, n) for n in "abcd"}
+    again = reconcile(tmp_path, [j.stage for j in jobs], hashes, force=False)
+    assert set(again.reuse) == set("abcd") and again.stale == {}
+    # c's config changed (and so d's hash, which includes c's): both rerun, a and b do not
+    changed = {**hashes, "c": "hash-c2", "d": "hash-d2"}
+    plan = reconcile(tmp_path, [j.stage for j in jobs], changed, force=False)
+    assert set(plan.reuse) == {"a", "b"}
+    assert plan.stale == {"c": "its config changed", "d": "dependency c changed"}
+    jobs[2].config_hash, jobs[3].config_hash = "hash-c2", "hash-d2"
+    status, _ = run(tmp_path, jobs, LocalLauncher(jobs=2), plan.reuse, plan.stale)
+    assert status == {"a": "skipped", "b": "skipped", "c": "done", "d": "done"}
+    assert times(tmp_path, "a") == first["a"] and times(tmp_path, "c") != first["c"]
+
+
+def test_a_partial_run_with_another_config_is_not_resumed(tmp_path):
+    job = fake_stage(tmp_path, "x")
+    job.prepare()  # started with hash-x, killed before it finished
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "checkpoint").write_text("old")
+    plan = reconcile(tmp_path, [job.stage], {"x": "hash-new"}, force=False)
+    assert plan.stale == {"x": "its config changed"}
+
+
+def test_a_folder_of_a_different_plan_is_refused_with_the_difference(tmp_path):
+    jobs = diamond(tmp_path)
+    run(tmp_path, jobs, LocalLauncher(jobs=2))
+    other = [fake_stage(tmp_path, "a"), fake_stage(tmp_path, "e", ["a"])]
+    hashes = {j.stage.name: j.config_hash for j in other}
+    with pytest.raises(ConfigError) as err:
+        reconcile(tmp_path, [j.stage for j in other], hashes, force=False)
+    text = str(err.value)
+    assert "different study plan" in text and "b, c, d" in text and "study.force=true" in text
+    assert "planned here, not there: e" in text
+    forced = reconcile(tmp_path, [j.stage for j in other], hashes, force=True)
+    assert forced.reuse == ("a",)
+    assert (tmp_path / "b" / "result.txt").is_file()  # the other plan's outputs stay on disk
+
+
+def test_submitit_local_executor_runs_real_jobs_with_dependencies_honoured(tmp_path):
+    launcher = SubmititLauncher(tmp_path, "local", jobs=2, params={"timeout_min": 5})
+    started = time.time()
+    status, manifest = run(tmp_path, diamond(tmp_path), launcher)
+    assert status == dict.fromkeys("abcd", "done"), (tmp_path / "logs" / "a.log").read_text()
+    check_diamond_order(tmp_path, parallel=False)
+    assert times(tmp_path, "a")[0] >= started
+    assert list((tmp_path / ".submitit").iterdir())  # submitit's own job folders
+    for name in "abcd":  # the job itself wrote its marker after checking its outputs
+        assert json.loads(marker_path(tmp_path, name).read_text())["hash"] == f"hash-{name}"
+
+
+def test_submitit_failure_blocks_dependents(tmp_path):
+    launcher = SubmititLauncher(tmp_path, "local", jobs=2, params={"timeout_min": 5})
+    jobs = [fake_stage(tmp_path, "a", code=5), fake_stage(tmp_path, "b", ["a"])]
+    status, manifest = run(tmp_path, jobs, launcher)
+    assert status == {"a": "failed", "b": "blocked"}
+    assert manifest.entries["a"]["returncode"] == 5
+
+
+def test_a_missing_input_names_the_stage_that_makes_it(tmp_path):
+    jobs = [fake_stage(tmp_path, "sft"), fake_stage(tmp_path, "expert", ["sft"])]
+    hashes = {j.stage.name: j.config_hash for j in jobs}
+    run(tmp_path, jobs[:1], LocalLauncher(jobs=1))
+    (tmp_path / "sft" / "result.txt").unlink()  # deleted by hand after the stage finished
+    status, manifest = run(tmp_path, jobs, LocalLauncher(jobs=1), reuse=["sft"])
+    assert status == {"sft": "skipped", "expert": "failed"}
+    screen = closing_screen(tmp_path, [j.stage for j in jobs], status, manifest.entries)
+    assert "FAILED expert: input" in screen and "stage sft makes it" in screen
+    # and the next reconcile no longer counts sft as done: it reruns
+    assert "sft" not in reconcile(tmp_path, [j.stage for j in jobs], hashes, False).reuse
