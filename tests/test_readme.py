@@ -18,5 +18,7 @@ def test_tree_of_rooms_is_current():
 
 def test_first_screen_gives_the_two_commands_and_ci_calls_the_test_one():
     first_screen = "\n".join((REPO / "README.md").read_text().splitlines()[:20])
-    assert "make demo" in first_screen and "make test" in first_screen
+    assert "make study" in first_screen and "make test" in first_screen
+    assert "rlvr.study experiment=tiny_study" in first_screen  # the main job is the study
+    assert "rlvr.study experiment=tiny_study" in (REPO / "Makefile").read_text()
     assert "make test" in (REPO / ".ci" / "run").read_text()

@@ -195,3 +195,54 @@ def test_a_missing_input_names_the_stage_that_makes_it(tmp_path):
     assert "FAILED expert: input" in screen and "stage sft makes it" in screen
     # and the next reconcile no longer counts sft as done: it reruns
     assert "sft" not in reconcile(tmp_path, [j.stage for j in jobs], hashes, False).reuse
+
+
+def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command(
+    tmp_path, monkeypatch
+):
+    """submitit's real SLURM executor against a stand-in ``sbatch`` that records what it gets
+    (no cluster here): every stage is submitted at once, each with afterok on its inputs."""
+    import pickle
+
+    from rlvr.study.__main__ import plan
+    from rlvr.study.commands import processes
+
+    bin_dir, record = tmp_path / "bin", tmp_path / "submitted"
+    bin_dir.mkdir()
+    record.mkdir()
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text(
+        '#!/bin/sh\nn=$(ls %s | wc -l)\nid=$((1000 + n))\ncp "$1" %s/$id.sh\n'
+        'echo "Submitted batch job $id"\n' % (record, record)
+    )
+    sbatch.chmod(0o755)
+    (bin_dir / "srun").write_text('#!/bin/sh\nexec "$@"\n')  # submitit looks for srun first
+    (bin_dir / "srun").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    root = tmp_path / "study"
+    run_cfg, stages, hashes, commands = plan(
+        ["experiment=m2rl_study", f"study.out_dir={root}", "study.slurm.slurm_partition=gpu"]
+    )
+    launcher = SubmititLauncher(root, "slurm", 1, run_cfg.study.slurm)
+    assert launcher.submits_ahead
+    by_name = {s.name: s for s in stages}
+    handles = {}
+    for name in ("sft", "expert-math-seed0"):
+        stage = by_name[name]
+        job = StageJob(root, stage, hashes[name], commands[name], {}, str(root),
+                       processes(stage, "gpu_fsdp2"))  # fmt: skip
+        handles[name] = launcher.start(job, [handles[d] for d in stage.deps if d in handles])
+    first, second = (record / f"{handles[n].job_id}.sh" for n in ("sft", "expert-math-seed0"))
+    assert "--dependency" not in first.read_text()
+    text = second.read_text()
+    assert f"#SBATCH --dependency=afterok:{handles['sft'].job_id}" in text
+    assert "#SBATCH --partition=gpu" in text and "#SBATCH --gpus-per-node=8" in text
+    assert "#SBATCH --job-name=expert-math-seed0" in text
+    pickled = next(
+        (root / ".submitit").glob(f"{handles['expert-math-seed0'].job_id}/*_submitted.pkl")
+    )
+    submitted = pickle.loads(pickled.read_bytes())
+    argv = submitted.function.argv
+    assert "accelerate.commands.launch" in argv and "resume=true" in argv  # requeue resumes
+    assert submitted.function.processes == 8
+    assert hasattr(submitted.function, "checkpoint")  # submitit requeues it on preemption

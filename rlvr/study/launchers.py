@@ -135,6 +135,15 @@ class LocalLauncher:
                 os.killpg(handle.pid, signal.SIGKILL)
 
 
+# submitit settings its executors take when built, not through update_parameters
+CONSTRUCTOR_PARAMS = (
+    "slurm_max_num_timeout",
+    "slurm_python",
+    "local_max_num_timeout",
+    "local_python",
+)
+
+
 class SubmititLauncher:
     """submitit jobs: ``cluster="local"`` runs them as local processes (dependencies held back
     by the study until their inputs are done); ``cluster="slurm"`` submits every stage at once
@@ -152,8 +161,10 @@ class SubmititLauncher:
         self._submitit = submitit
 
     def start(self, job: StageJob, deps: Sequence[Any]) -> Any:
-        executor = self._submitit.AutoExecutor(folder=str(self.folder / "%j"), cluster=self.cluster)
         params: dict[str, Any] = {"name": job.stage.name, **self.params}
+        ctor = {k: params.pop(k) for k in CONSTRUCTOR_PARAMS if k in params}
+        folder = str(self.folder / "%j")
+        executor = self._submitit.AutoExecutor(folder=folder, cluster=self.cluster, **ctor)
         if self.cluster == "slurm" and deps:
             extra = dict(params.pop("slurm_additional_parameters", {}) or {})
             extra["dependency"] = "afterok:" + ":".join(str(d.job_id) for d in deps)
