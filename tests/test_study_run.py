@@ -212,8 +212,8 @@ def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command
     record.mkdir()
     sbatch = bin_dir / "sbatch"
     sbatch.write_text(
-        '#!/bin/sh\nn=$(ls %s | wc -l)\nid=$((1000 + n))\ncp "$1" %s/$id.sh\n'
-        'echo "Submitted batch job $id"\n' % (record, record)
+        f'#!/bin/sh\nn=$(ls {record} | wc -l)\nid=$((1000 + n))\ncp "$1" {record}/$id.sh\n'
+        'echo "Submitted batch job $id"\n'
     )
     sbatch.chmod(0o755)
     (bin_dir / "srun").write_text('#!/bin/sh\nexec "$@"\n')  # submitit looks for srun first
