@@ -219,6 +219,9 @@ class StudyConfig:
     launcher: str = "local"  # local | submitit_local | slurm
     accelerate: str | None = None  # conf/accelerate/<name>.yaml for the training stages
     slurm: dict[str, Any] = field(default_factory=dict)  # submitit executor parameters
+    # per stage kind (sft, expert, mixed, merge, eval, report), over ``slurm``: e.g. one GPU
+    # for an evaluation, none for a merge
+    slurm_by_kind: dict[str, dict[str, Any]] = field(default_factory=dict)
     out_dir: str | None = None  # None: <paths.output_root>/<experiment>
     dry_run: bool = False  # print the plan and stop
     force: bool = False  # accept a folder that holds a different plan's outputs

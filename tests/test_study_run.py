@@ -223,11 +223,11 @@ def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command
     run_cfg, stages, hashes, commands = plan(
         ["experiment=m2rl_study", f"study.out_dir={root}", "study.slurm.slurm_partition=gpu"]
     )
-    launcher = SubmititLauncher(root, "slurm", 1, run_cfg.study.slurm)
+    launcher = SubmititLauncher(root, "slurm", 1, run_cfg.study.slurm, run_cfg.study.slurm_by_kind)
     assert launcher.submits_ahead
     by_name = {s.name: s for s in stages}
     handles = {}
-    for name in ("sft", "expert-math-seed0"):
+    for name in ("sft", "expert-math-seed0", "merge-ties-seed0"):
         stage = by_name[name]
         job = StageJob(root, stage, hashes[name], commands[name], {}, str(root),
                        processes(stage, "gpu_fsdp2"))  # fmt: skip
@@ -238,6 +238,9 @@ def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command
     assert f"#SBATCH --dependency=afterok:{handles['sft'].job_id}" in text
     assert "#SBATCH --partition=gpu" in text and "#SBATCH --gpus-per-node=8" in text
     assert "#SBATCH --job-name=expert-math-seed0" in text
+    merge = (record / f"{handles['merge-ties-seed0'].job_id}.sh").read_text()
+    assert "--gpus-per-node" not in merge or "--gpus-per-node=0" in merge  # a merge needs no GPU
+    assert f"afterok:{handles['expert-math-seed0'].job_id}" in merge
     pickled = next(
         (root / ".submitit").glob(f"{handles['expert-math-seed0'].job_id}/*_submitted.pkl")
     )

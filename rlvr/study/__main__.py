@@ -67,7 +67,7 @@ def run_study(argv: list[str]) -> int:
     reconciled = reconcile(root, stages, hashes, s.force)
     summary = {"experiment": run.experiment, "argv": argv, "launcher": s.launcher, **vars(s)}
     manifest = Manifest.create(root, summary, stages, hashes, commands)
-    launcher = make_launcher(s.launcher, root, s.jobs, s.slurm)
+    launcher = make_launcher(s.launcher, root, s.jobs, s.slurm, s.slurm_by_kind)
     jobs = {
         st.name: StageJob(
             root, st, hashes[st.name], commands[st.name], thread_env(s.jobs, launcher, st),

@@ -149,7 +149,14 @@ class SubmititLauncher:
     by the study until their inputs are done); ``cluster="slurm"`` submits every stage at once
     with ``afterok`` dependencies and lets SLURM order them."""
 
-    def __init__(self, root: Path, cluster: str, jobs: int, params: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        cluster: str,
+        jobs: int,
+        params: Mapping[str, Any],
+        by_kind: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
         import submitit
 
         self.name = f"submitit_{cluster}"
@@ -158,10 +165,12 @@ class SubmititLauncher:
         self.capacity = 10**6 if self.submits_ahead else jobs
         self.folder = root / ".submitit"
         self.params = dict(params)
+        self.by_kind = {k: dict(v) for k, v in (by_kind or {}).items()}
         self._submitit = submitit
 
     def start(self, job: StageJob, deps: Sequence[Any]) -> Any:
-        params: dict[str, Any] = {"name": job.stage.name, **self.params}
+        kind = self.by_kind.get(job.stage.kind, {})
+        params: dict[str, Any] = {"name": job.stage.name, **self.params, **kind}
         ctor = {k: params.pop(k) for k in CONSTRUCTOR_PARAMS if k in params}
         folder = str(self.folder / "%j")
         executor = self._submitit.AutoExecutor(folder=folder, cluster=self.cluster, **ctor)
@@ -184,11 +193,17 @@ class SubmititLauncher:
         handle.cancel(check=False)
 
 
-def make_launcher(kind: str, root: Path, jobs: int, params: Mapping[str, Any]) -> Launcher:
+def make_launcher(
+    kind: str,
+    root: Path,
+    jobs: int,
+    params: Mapping[str, Any],
+    by_kind: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Launcher:
     if kind == "local":
         return LocalLauncher(jobs)
     cluster = "local" if kind == "submitit_local" else "slurm"
-    return SubmititLauncher(root, cluster, jobs, params)
+    return SubmititLauncher(root, cluster, jobs, params, by_kind)
 
 
 def thread_env(jobs: int, launcher: Launcher, stage: Stage) -> dict[str, str]:
