@@ -22,6 +22,7 @@ from rlvr.study.plan import Stage
 MANIFEST = "study.json"
 MARKERS = ".stages"
 LOGS = "logs"
+FACTS = ("start", "end", "wall_s", "device_s", "returncode")
 
 
 def marker_path(root: Path, name: str) -> Path:
@@ -153,17 +154,14 @@ class Manifest:
         entries = {}
         for s in stages:
             old = previous.get(s.name, {})
+            same = old.get("config_hash") == hashes[s.name]  # a reused stage keeps its facts
             entries[s.name] = {
                 "kind": s.kind,
                 "command": commands[s.name],
                 "deps": list(s.deps),
                 "config_hash": hashes[s.name],
                 "status": "pending",
-                "start": old.get("start") if old.get("config_hash") == hashes[s.name] else None,
-                "end": None,
-                "wall_s": None,
-                "device_s": None,
-                "returncode": None,
+                **{k: old.get(k) if same else None for k in FACTS},
                 "out_dir": str(s.out_dir),
                 "log": str(log_path(root, s.name)),
             }
