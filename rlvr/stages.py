@@ -210,7 +210,7 @@ def _resume_checkpoint(run: RunConfig, run_dir: Path) -> str | bool | None:
 
     ckpt = latest_complete_checkpoint(run_dir / "checkpoints")
     if ckpt is None:  # a first start under resume=true (as a study runs it) is not a problem
-        report = log.warning if (run_dir / "checkpoints").is_dir() else log.info
+        report = log.warning if any((run_dir / "checkpoints").glob("checkpoint-*")) else log.info
         report("resume=true but no complete checkpoint in %s: starting from step 0", run_dir)
         return None
     log.info("resuming from %s", ckpt)

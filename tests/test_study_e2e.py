@@ -69,7 +69,7 @@ def reference(tmp_path_factory) -> Path:
 
 def test_submitit_runs_every_stage_after_its_inputs(reference):
     stages = json.loads((reference / "study.json").read_text())["stages"]
-    assert len(stages) == 10 and {e["status"] for e in stages.values()} == {"done"}
+    assert len(stages) == 11 and {e["status"] for e in stages.values()} == {"done"}
     for name, entry in stages.items():
         for dep in entry["deps"]:
             assert entry["start"] >= stages[dep]["end"], f"{name} started before {dep} ended"
@@ -111,4 +111,4 @@ def test_sigkill_during_an_expert_then_rerun_gives_the_same_tables(reference, tm
     final = json.loads((out / "study.json").read_text())["stages"]
     assert {e["status"] for e in final.values()} == {"skipped"}
     assert all(e["wall_s"] and e["device_s"] for e in final.values())  # facts kept on reuse
-    assert "10 skipped" in again.stdout
+    assert "11 skipped" in again.stdout
