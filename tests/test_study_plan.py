@@ -209,6 +209,11 @@ def test_bad_input_exits_with_the_fix_before_anything_runs(tmp_path):
     assert not (tmp_path / "study.json").exists()
 
 
+def test_a_study_must_be_named():
+    with pytest.raises(ConfigError, match="experiment=tiny_study"):
+        load_study(["study.dry_run=true"])
+
+
 def test_load_study_rejects_unknown_group_options():
     with pytest.raises(ConfigError, match="valid study"):
         load_study(["experiment=tiny_study", "study=huge"])

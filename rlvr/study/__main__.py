@@ -31,6 +31,11 @@ def load_study(argv: list[str]) -> RunConfig:
     from rlvr.cli import check_group_choices
 
     check_group_choices(argv)
+    if not any(a.split("=", 1)[0].lstrip("+") == "experiment" for a in argv):
+        raise ConfigError(
+            "name the study: python -m rlvr.study experiment=tiny_study (the embedded model) "
+            "or experiment=m2rl_study (GPU clusters); add study.dry_run=true to see the plan"
+        )
     run: RunConfig = OmegaConf.to_object(compose([*argv, "run_name=study"]))  # type: ignore[assignment]
     validate(run, check_paths=False)
     return run
