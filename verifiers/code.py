@@ -9,6 +9,8 @@ Reference formats (the row's ``reference`` JSON):
   comes back as JSON and must equal ``expected`` (floats within ``float_tol``, default 1e-6 rel.).
 - ``{"style": "assert", "test", "entry_point"?, "setup"?, "prefix"?}``: HumanEval's
   ``check(candidate)`` (with ``entry_point``) or MBPP-style asserts, each top-level assert a test.
+  The tests run in a judge process the solution cannot reach, calling into it with plain data
+  (``code_harness`` says what that guarantees and what it does not).
 Optional in every style: ``max_tests`` (default: the verifier's, 20, sampled with ``seed``) and
 ``time_limit_s`` (per test). Reward ``all`` (1.0 only when every test passes, as M2RL) or
 ``fraction`` (share of tests passed).
@@ -28,7 +30,8 @@ from typing import Any
 from verifiers.code_extract import extract_code
 from verifiers.code_harness import (
     Unit,
-    build_program,
+    build_assert_run,
+    build_call_program,
     keep_tests,
     parse_results,
     split_assert_tests,
@@ -48,6 +51,7 @@ from verifiers.verdict import Verdict, clip
 log = logging.getLogger(__name__)
 
 STYLES = ("stdio", "call", "assert")
+RESTARTS = 3  # assert style, fraction reward: fresh solution processes after a lost one
 REWARDS = ("all", "fraction")
 
 
@@ -138,7 +142,9 @@ class CodeVerifier:
         cases = [reference["cases"][i] for i in self._chosen(len(reference["cases"]), reference)]
         target = (str(reference["fn_name"]), reference.get("class_name"))
         args = [list(case["args"]) for case in cases]
-        records, result = self._execute(code, None, args, target, reference)
+        nonce = secrets.token_hex(8)
+        program = build_call_program(code, args, target, self._test_limit(reference), nonce)
+        records, result = self._execute(program, nonce)
         tol = reference.get("float_tol")
         return outcome_from_exec(result) or [
             judge_call(records, i, case["expected"], tol, result) for i, case in enumerate(cases)
@@ -150,23 +156,28 @@ class CodeVerifier:
             units.insert(0, Unit("setup", str(reference["setup"]), "test setup"))
         n_tests = sum(u.kind == "test" for u in units)
         units = keep_tests(units, self._chosen(n_tests, reference))
-        solution = join_prefix(str(reference.get("prefix") or ""), code)
-        records, result = self._execute(solution, units, None, None, reference)
+        prefix = str(reference.get("prefix") or "")
+        solution = join_prefix(prefix, code)
+        entry = reference.get("entry_point")
+        nonce = secrets.token_hex(8)
+        several = sum(u.kind == "test" for u in units) > 1
+        restarts = RESTARTS if self.reward == "fraction" and several else 0
+        source, prelude, secret = build_assert_run(
+            solution, units, prefix, entry, self._test_limit(reference), nonce, restarts
+        )
+        records, result = self._execute(source, nonce, prelude, secret)
         return outcome_from_exec(result) or summarise(records, units, result)
 
     def _execute(
         self,
-        solution: str,
-        units: list[Unit] | None,
-        args: list[list] | None,
-        target: tuple[str, str | None] | None,
-        reference: Mapping[str, Any],
+        program: str,
+        nonce: str,
+        prelude: tuple[tuple[str, str], ...] = (),
+        secret: bytes = b"",
     ) -> tuple[dict[object, dict], ExecResult]:
-        """Run the harness once in the sandbox; the per-unit records and the run's result."""
-        nonce = secrets.token_hex(8)
-        program = build_program(solution, units, args, target, self._test_limit(reference), nonce)
+        """Run a harness once in the sandbox; the per-unit records and the run's result."""
         result = get_sandbox(self.sandbox, self.workers).run(
-            program, "", self._limits(self.sample_time_limit_s)
+            program, "", self._limits(self.sample_time_limit_s), secret=secret, prelude=prelude
         )
         return parse_results(result.results, nonce), result
 

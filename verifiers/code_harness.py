@@ -1,9 +1,41 @@
-"""Turn a reference's tests into one Python program that runs them and reports per-test results.
+"""Turn a reference's tests into a sandboxed program that runs them and reports per-test results.
 
-The program runs inside the sandbox. It executes the solution, then each test unit under its
-own ``SIGALRM`` time limit, and writes one JSON line per unit to fd 3 (never stdout, so the
-solution's prints cannot be mistaken for results). Call-style return values are sent back as
-JSON and compared by the caller, so an object with a rigged ``__eq__`` cannot pass.
+Records are JSON lines on fd 3 (never stdout, so printing cannot be mistaken for results),
+each with the run's nonce; ``code_judge`` summarises them.
+
+Assert style (``build_assert_run``) guarantees that a test's outcome is decided by code the
+solution cannot reach. The tests and the nonce travel as the run's secret, which the fork
+server hands to the program on fd 4 without reading it into its own memory. The program's
+judge process forks the solution process *before* it reads them, then runs every unit itself
+(``code_split``), calling into the solution over a pipe with plain data (``code_wire``). So
+the solution process never holds the tests, expected values, the nonce or the result channel,
+in memory or as a descriptor, and cannot open the judge's (the judge is not dumpable).
+Patching its own ``os``/``json``/``sys``/``builtins``, printing or writing records anywhere,
+exiting early, killing or stopping the judge, shadowing builtins or prompt helpers, or
+returning objects with a rigged ``__eq__`` (they arrive as plain values or as opaque handles
+that equal only themselves) can only make tests fail. The prompt (``prefix``) runs in the
+judge. ``tests/sandbox/test_forgery.py`` holds one hostile program per attack.
+
+What it does not guarantee:
+
+- Native semantics where the split changes them: arguments are copies (a test does not see
+  an in-place mutation by the solution); a test cannot hand the solution a function or an
+  object of its own (a lambda: that test fails) nor use a solution class with ``isinstance``;
+  only call, attribute get/set, iteration (a round trip per item), ``len``, ``bool``,
+  indexing and ``in`` reach a solution object (no operators, ``str`` or ``repr``); each call
+  is a round trip (~50 us: ~10^5 calls fill a 5 s test limit); a solution global that is plain
+  data is copied once; a module the solution imported reaches the tests only if it is a plain
+  standard-library one. After a timeout or crash the solution process is gone: later tests
+  fail, unless ``restarts`` (fraction reward) gives them a fresh one.
+- Isolation the sandbox must supply: judge and solution share a uid, so the backend must keep
+  the code from writing the interpreter's import path (``rlimit`` without root does not) and
+  from ptrace (seccomp); a solution that is root in a user namespace drops its capabilities.
+- Hiding what the solution legitimately sees: the arguments of each call (it may remember
+  them across samples of the same prompt). Earlier runs' records, kept in the fork server's
+  freed memory, hold only exception types, lines, ``NameError`` and the solution's own messages.
+
+Call style (``build_call_program``): the solution shares its process with the harness, but only
+the arguments are in it; return values come back as JSON and the caller compares them.
 """
 
 from __future__ import annotations
@@ -12,6 +44,7 @@ import ast
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -66,9 +99,36 @@ def _short(source: str, limit: int = 120) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-_PROGRAM = r"""
+_PRELUDE_FILES = ("code_wire.py", "code_solution_process.py", "code_remote.py", "code_split.py")
+ASSERT_PRELUDE: tuple[tuple[str, str], ...] = tuple(
+    (name, (Path(__file__).parent / name).read_text(encoding="utf-8")) for name in _PRELUDE_FILES
+)
+
+
+def build_assert_run(
+    solution: str,
+    units: Sequence[Unit],
+    prefix: str,
+    entry_point: str | None,
+    test_limit_s: float,
+    nonce: str,
+    restarts: int = 0,
+) -> tuple[str, tuple[tuple[str, str], ...], bytes]:
+    """(source, prelude, secret) of an assert-style run: the solution is in the source, the
+    tests and the nonce only in the secret (read by the judge after the solution has forked).
+
+    ``restarts``: fresh solution processes allowed after one is lost (a timeout, a crash), so
+    later tests still run; worth its cost (~1.5 ms a run) only when partial credit counts.
+    """
+    source = f"main({solution!r}, {float(test_limit_s)!r}, {int(restarts)})\n"
+    secret = {"nonce": nonce, "units": [[u.kind, u.source] for u in units],
+              "prefix": prefix, "entry_point": entry_point or None}  # fmt: skip
+    return source, ASSERT_PRELUDE, json.dumps(secret).encode()
+
+
+_CALL_PROGRAM = r"""
 import json as _json, os as _os, signal as _signal, sys as _sys, traceback as _tb
-def _harness(solution, units, call, test_limit, nonce):
+def _harness(solution, rows, call, test_limit, nonce):
     class _TestTimeout(BaseException):
         pass
     def _alarm(signum, frame):
@@ -81,7 +141,7 @@ def _harness(solution, units, call, test_limit, nonce):
             return {"ok": False, "why": "timeout"}
         frames = _tb.extract_tb(exc.__traceback__)
         where = next((f"{f.filename}:{f.lineno}" for f in reversed(frames)
-                      if f.filename in ("solution.py", "<test>")), "")
+                      if f.filename == "solution.py"), "")
         return {"ok": False, "why": "exception", "type": type(exc).__name__,
                 "msg": str(exc)[:300], "where": where}
     def timed(fn):
@@ -97,55 +157,42 @@ def _harness(solution, units, call, test_limit, nonce):
     except BaseException as exc:
         emit({"unit": "solution", **describe(exc)})
         return
-    if call is not None:
-        target = namespace.get(call["class_name"] or call["fn_name"])
-        if target is not None and call["class_name"]:
-            try:
-                target = getattr(target(), call["fn_name"], None)
-            except BaseException as exc:
-                emit({"unit": "solution", **describe(exc)})
-                return
-        if not callable(target):
-            emit({"unit": "solution", "ok": False, "why": "missing", "msg": call["fn_name"]})
-            return
-    for index, (kind, source, args) in enumerate(units):
+    target = namespace.get(call["class_name"] or call["fn_name"])
+    if target is not None and call["class_name"]:
         try:
-            if call is not None:
-                value = timed(lambda: target(*args))
-                try:
-                    record = {"ok": True, "value": _json.loads(_json.dumps(value))}
-                except (TypeError, ValueError, RecursionError):
-                    record = {"ok": True, "unserialisable": repr(value)[:300]}
-            else:
-                timed(lambda: exec(compile(source, "<test>", "exec"), namespace))
-                record = {"ok": True}
+            target = getattr(target(), call["fn_name"], None)
+        except BaseException as exc:
+            emit({"unit": "solution", **describe(exc)})
+            return
+    if not callable(target):
+        emit({"unit": "solution", "ok": False, "why": "missing", "msg": call["fn_name"]})
+        return
+    for index, args in enumerate(rows):
+        try:
+            value = timed(lambda: target(*args))
+            try:
+                record = {"ok": True, "value": _json.loads(_json.dumps(value))}
+            except (TypeError, ValueError, RecursionError):
+                record = {"ok": True, "unserialisable": repr(value)[:300]}
         except BaseException as exc:
             record = describe(exc)
-        emit({"unit": index, "kind": kind, **record})
-        if kind == "setup" and not record["ok"]:
-            return
+        emit({"unit": index, "kind": "test", **record})
 """
 
 
-def build_program(
+def build_call_program(
     solution: str,
-    units: Sequence[Unit] | None,
-    call_args: Sequence[list] | None,
-    call_target: tuple[str, str | None] | None,
+    call_args: Sequence[list],
+    call_target: tuple[str, str | None],
     test_limit_s: float,
     nonce: str,
 ) -> str:
-    """Source of the in-sandbox program for assert-style (``units``) or call-style tests."""
-    if call_target is not None:
-        fn_name, class_name = call_target
-        rows = [("test", "", list(args)) for args in call_args or []]
-        call = {"fn_name": fn_name, "class_name": class_name}
-    else:
-        rows = [(u.kind, u.source, []) for u in units or []]
-        call = None
-    payload = json.dumps({"rows": rows, "call": call})
+    """Source of the in-sandbox program for call-style tests (the function called per case)."""
+    fn_name, class_name = call_target
+    payload = json.dumps({"rows": [list(a) for a in call_args],
+                          "call": {"fn_name": fn_name, "class_name": class_name}})  # fmt: skip
     return (
-        _PROGRAM
+        _CALL_PROGRAM
         + f"_payload = _json.loads({payload!r})\n"
         + f"_harness({solution!r}, _payload['rows'], _payload['call'], {float(test_limit_s)!r}, "
         + f"{nonce!r})\n"

@@ -49,6 +49,25 @@ def test_stdin_stdout_exit_code(box):
     assert (result.status, result.stdout, result.exit_code) == (OK, "HI\n", 3)
 
 
+def test_large_stdin_arrives_whole(box):
+    result = run(box, "import sys\nprint(len(sys.stdin.read()))", stdin="x" * (3 << 20))
+    assert result.stdout == f"{3 << 20}\n"
+
+
+def test_secret_on_fd_4_and_code_runs_in_the_prelude_namespace(box):
+    prelude = (("lib.py", "def shout(text):\n    return text.upper()\n"),)
+    source = "import os\nos.lseek(4, 0, 0)\nprint(shout(os.read(4, 100).decode()))"
+    result = box.run(source, "", SHORT, secret=b"psst", prelude=prelude)
+    assert (result.status, result.stdout) == (OK, "PSST\n"), result
+    again = box.run("print(shout('once'))", "", SHORT, prelude=prelude)  # sent by key now
+    assert again.stdout == "ONCE\n", again
+
+
+def test_no_secret_no_fd_4(box):
+    source = "import os\ntry:\n    os.fstat(4)\nexcept OSError:\n    print('closed')"
+    assert run(box, source).stdout == "closed\n"
+
+
 def test_environment_is_scrubbed(box, monkeypatch):
     monkeypatch.setenv("RLVR_HOST_ONLY", "visible")
     result = run(box, "import os\nprint(sorted(os.environ))")

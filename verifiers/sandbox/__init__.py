@@ -31,6 +31,16 @@ process_vm_*, io_uring, bpf, mount/unshare/setns and friends):
 
 Leftover processes (daemons, ``setsid`` escapees) are killed after every execution: with
 ``kill(-1)`` inside the PID namespace, by the spare uid, or by a subreaper sweep.
+
+For graders that must keep data from the code they run (``run(..., prelude=, secret=)``):
+a *prelude* is trusted library source, run once per worker; the source runs in its namespace;
+a *secret* is handed to the execution on fd 4 (a memfd) by ``splice``, so the fork server never
+holds it in its own memory and no later execution, forked from it, can find it there. The fork
+server is not dumpable (same-uid code cannot open its ``/proc/<pid>/fd`` or ``mem``). Inside
+one execution every process shares the code's uid: keeping one of them (a judge) from the
+others is the program's job; the code verifier's assert harness does it (``code_harness``:
+what it guarantees and what it does not). Results of earlier executions (stdout, stderr, the
+fd-3 channel) may linger in the fork server's freed memory and so in later executions.
 """
 
 from __future__ import annotations
@@ -74,8 +84,18 @@ class Sandbox:
     def workers(self) -> int:
         return self.pool.size
 
-    def run(self, source: str, stdin: str = "", limits: Limits = Limits()) -> ExecResult:
-        return self.pool.run(source, stdin, limits)
+    def run(
+        self,
+        source: str,
+        stdin: str = "",
+        limits: Limits = Limits(),
+        *,
+        secret: bytes = b"",
+        prelude: tuple[tuple[str, str], ...] = (),
+    ) -> ExecResult:
+        """Run ``source``; ``prelude``: trusted (filename, source) parts run once per worker,
+        whose namespace the source then runs in; ``secret``: bytes the program finds on fd 4."""
+        return self.pool.run(source, stdin, limits, secret=secret, prelude=prelude)
 
     def close(self) -> None:
         self.pool.close()

@@ -5,6 +5,14 @@ Requests and replies are length-prefixed JSON frames on stdin/stdout. Each child
 session, drops to the configured uid, sets rlimits, installs the seccomp filter, enters a fresh
 private temp dir and runs the source in-process (no new interpreter: a fork costs ~2.5 ms).
 After the child exits, every process it left behind is killed and its temp dir removed.
+
+A request may carry a prelude (``prelude_key``, and the first time ``prelude``:
+``[[filename, source], ...]``, trusted library code the server runs once; the source then
+runs in the child's copy of its namespace) and a secret:
+``secret_bytes`` raw bytes following the frame, moved with ``splice`` into an anonymous
+memfd that the child finds on fd 4 (``SECRET_FD``). The server never reads the secret into
+its own memory, so no later child (forked from it) can find an earlier run's secret in its
+heap. The server is not dumpable: same-uid code cannot open ``/proc/<server>/fd/*``.
 """
 
 from __future__ import annotations
@@ -31,7 +39,9 @@ else:
 
 MAX_FRAME = 256 << 20
 RESULT_FD = 3  # the child's structured-result channel (separate from stdout)
+SECRET_FD = 4  # the request's secret bytes (a memfd), when it has any
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _CHILD_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0"}
 
@@ -61,10 +71,15 @@ def read_frame(fd: int) -> dict:
     return json.loads(_read_exact(fd, size))
 
 
-def _prctl(option: int, value: int) -> None:
-    import ctypes
+_LIBC: list = []  # the C library, loaded once by the server (children inherit it)
 
-    ctypes.CDLL(None).prctl(option, value, 0, 0, 0)
+
+def _prctl(option: int, value: int) -> None:
+    if not _LIBC:
+        import ctypes
+
+        _LIBC.append(ctypes.CDLL(None))
+    _LIBC[0].prctl(option, value, 0, 0, 0)
 
 
 def _set_limits(lim: dict) -> None:
@@ -90,21 +105,20 @@ def _drop_privileges(uid: int | None) -> None:
     os.setuid(uid)
 
 
-def _child(cfg: dict, req: dict, tmp: str, fds: tuple[int, int, int]) -> None:
+def _child(cfg: dict, req: dict, tmp: str, fds: tuple[int, int, int], secret: int | None) -> None:
     """Runs in the forked child; never returns."""
     code = 1
     try:
         os.setsid()
-        stdin_path = os.path.join(tmp, ".stdin")
-        with open(stdin_path, "w", encoding="utf-8") as f:
-            f.write(req.get("stdin", ""))
-        os.dup2(os.open(stdin_path, os.O_RDONLY), 0)
-        os.unlink(stdin_path)
+        _stdin(req.get("stdin", "").encode("utf-8", "surrogatepass"))
+        if secret is not None:
+            os.dup2(secret, SECRET_FD)
         for target, fd in zip((1, 2, RESULT_FD), fds, strict=True):
             os.dup2(fd, target)
-        os.closerange(RESULT_FD + 1, 1 << 16)
+        os.closerange(RESULT_FD + 1 if secret is None else SECRET_FD + 1, 1 << 16)
         _drop_privileges(cfg.get("child_uid"))
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after setuid, which clears it
+        _prctl(_PR_SET_DUMPABLE, 0)  # whatever fs.suid_dumpable says: no /proc/<pid>/{fd,mem}
         _set_limits(req["limits"])
         if cfg.get("seccomp") and seccomp_filter.supported():
             seccomp_filter.install(allow_unix_sockets=cfg.get("allow_unix_sockets", True))
@@ -117,7 +131,7 @@ def _child(cfg: dict, req: dict, tmp: str, fds: tuple[int, int, int]) -> None:
         sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
         sys.argv = ["solution.py"]
         sys.path[0] = tmp
-        code = _run_source(req["source"])
+        code = _run_source(req["source"], _prelude(req))
     except BaseException:  # setup failure: report it on stderr, exit non-zero
         traceback.print_exc()
     finally:
@@ -128,8 +142,43 @@ def _child(cfg: dict, req: dict, tmp: str, fds: tuple[int, int, int]) -> None:
             os._exit(code)
 
 
-def _run_source(source: str) -> int:
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__, "__file__": "solution.py"}
+_PRELUDES: dict[tuple, dict] = {}
+
+
+def _fresh_namespace() -> dict:
+    return {"__name__": "__main__", "__builtins__": __builtins__, "__file__": "solution.py"}
+
+
+def _prelude(req: dict) -> dict | None:
+    """The namespace the request's prelude leaves, run once per server: children inherit it
+    ready-made (compiling and defining its functions costs more than a fork). The pool sends
+    the prelude's parts the first time, then only its ``prelude_key``. None: no prelude."""
+    key, parts = req.get("prelude_key"), req.get("prelude")
+    if key is None:
+        return None
+    if key not in _PRELUDES:
+        if not parts:
+            raise KeyError(f"prelude {key} was never sent to this server")
+        namespace = _fresh_namespace()
+        for name, source in parts:
+            exec(compile(source, name, "exec"), namespace)  # noqa: S102  trusted library code
+        _PRELUDES[key] = namespace
+    return _PRELUDES[key]
+
+
+def _stdin(data: bytes) -> None:
+    """fd 0: a memfd holding ``data`` (a regular, seekable file; nothing on disk)."""
+    fd = os.memfd_create("stdin", 0)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.dup2(fd, 0)
+    os.close(fd)
+
+
+def _run_source(source: str, prelude: dict | None) -> int:
+    namespace = _fresh_namespace() if prelude is None else prelude  # ours alone: we are a fork
     try:
         exec(compile(source, "solution.py", "exec"), namespace)  # noqa: S102  the point of a sandbox
     except SystemExit as exc:
@@ -244,8 +293,9 @@ def _reap() -> None:
             return
 
 
-def execute(cfg: dict, req: dict) -> dict:
+def execute(cfg: dict, req: dict, secret: int | None = None) -> dict:
     """Fork, run, collect, clean up; the reply describes what happened."""
+    _prelude(req)  # run here, once: a broken prelude is a server error
     tmp = tempfile.mkdtemp(prefix="run-", dir=cfg["tmp_root"])
     if cfg.get("child_uid") is not None and os.geteuid() == 0:
         os.chown(tmp, cfg["child_uid"], cfg["child_uid"])
@@ -255,7 +305,7 @@ def execute(cfg: dict, req: dict) -> dict:
     if pid == 0:
         for r, _ in pipes:
             os.close(r)
-        _child(cfg, req, tmp, tuple(w for _, w in pipes))
+        _child(cfg, req, tmp, tuple(w for _, w in pipes), secret)
     for _, w in pipes:
         os.close(w)
     fds = dict(zip((r for r, _ in pipes), ("stdout", "stderr", "results"), strict=True))
@@ -280,11 +330,29 @@ def _remove_tree(path: str) -> None:
     shutil.rmtree(path, onerror=unlock)
 
 
+def take_secret(fd: int, size: int) -> int | None:
+    """Move ``size`` bytes from the request pipe into a fresh memfd, never through our memory."""
+    if not size:
+        return None
+    memfd = os.memfd_create("secret", os.MFD_CLOEXEC)
+    moved = 0
+    while moved < size:
+        n = os.splice(fd, memfd, size - moved)  # pipe to file, inside the kernel
+        if n == 0:
+            os.close(memfd)
+            raise EOFError("pipe closed")
+        moved += n
+    return memfd
+
+
 def serve(cfg: dict) -> None:
     req_fd, reply_fd = os.dup(0), os.dup(1)
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
+    _prctl(_PR_SET_DUMPABLE, 0)
+    if cfg.get("seccomp") and seccomp_filter.supported():
+        seccomp_filter.prepare(cfg.get("allow_unix_sockets", True))
     if cfg.get("parent_death_signal"):
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if not cfg.get("pid_namespace"):
@@ -293,12 +361,16 @@ def serve(cfg: dict) -> None:
     while True:
         try:
             req = read_frame(req_fd)
+            secret = take_secret(req_fd, int(req.get("secret_bytes") or 0))
         except (EOFError, OSError):
             return  # the pool went away: exit quietly
         try:
-            reply = execute(cfg, req)
+            reply = execute(cfg, req, secret)
         except Exception as exc:  # a server-side failure is infrastructure, never the code's
             reply = {"status": "server_error", "error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            if secret is not None:
+                os.close(secret)
         write_frame(reply_fd, reply)
 
 

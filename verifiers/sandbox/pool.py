@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import logging
 import os
 import queue
@@ -24,6 +26,15 @@ REPLY_GRACE_S = 5.0  # the server enforces wall_s itself; this only catches a we
 MAX_WORKERS = 8
 
 
+@functools.lru_cache(maxsize=16)
+def prelude_key(prelude: tuple[tuple[str, str], ...]) -> str:
+    """A prelude's identity on the wire (computed once per prelude)."""
+    digest = hashlib.sha256()
+    for name, source in prelude:
+        digest.update(f"{len(name)}:{name}{len(source)}:".encode() + source.encode())
+    return digest.hexdigest()
+
+
 class WorkerDied(RuntimeError):
     """The worker stopped answering (killed, crashed, or wedged); the message says how."""
 
@@ -42,6 +53,7 @@ class Worker:
         self.start()
 
     def start(self) -> None:
+        self._preludes: set[str] = set()  # prelude keys this server has run
         self._launch = launch = self.backend.launch(self.index)
         self._proc = subprocess.Popen(
             launch.argv,
@@ -70,13 +82,33 @@ class Worker:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def run(self, request: dict, timeout_s: float) -> dict:
+    def run(
+        self,
+        request: dict,
+        timeout_s: float,
+        secret: bytes = b"",
+        prelude: tuple[tuple[str, str], ...] = (),
+    ) -> dict:
+        """One execution; ``secret`` (announced by ``request["secret_bytes"]``) follows the frame;
+        ``prelude`` travels only the first time this server sees it (then by its key)."""
         assert self._proc is not None and self._proc.stdin is not None
+        fd = self._proc.stdin.fileno()
+        key = prelude_key(prelude) if prelude else None
+        if key is not None:
+            request = dict(request, prelude_key=key)
+            if key not in self._preludes:
+                request["prelude"] = [list(part) for part in prelude]
         try:
-            write_frame(self._proc.stdin.fileno(), request)
+            write_frame(fd, request)
+            view = memoryview(secret)
+            while view:
+                view = view[os.write(fd, view) :]
         except OSError as exc:
             raise WorkerDied(f"request not delivered: {exc}") from None
-        return self._read_reply(timeout_s)
+        reply = self._read_reply(timeout_s)
+        if key is not None and reply.get("status") != "server_error":
+            self._preludes.add(key)
+        return reply
 
     def _read_reply(self, timeout_s: float) -> dict:
         import json
@@ -141,8 +173,18 @@ class WorkerPool:
         self._closed = False
         self._lock = threading.Lock()
 
-    def run(self, source: str, stdin: str = "", limits: Limits = Limits()) -> ExecResult:
-        request = {"source": source, "stdin": stdin, "limits": limits.to_dict()}
+    def run(
+        self,
+        source: str,
+        stdin: str = "",
+        limits: Limits = Limits(),
+        *,
+        secret: bytes = b"",
+        prelude: tuple[tuple[str, str], ...] = (),
+    ) -> ExecResult:
+        request: dict[str, object] = {"source": source, "stdin": stdin, "limits": limits.to_dict()}
+        if secret:
+            request["secret_bytes"] = len(secret)
         timeout = limits.wall_s + REPLY_GRACE_S
         worker = self._idle.get()
         try:
@@ -150,7 +192,7 @@ class WorkerPool:
                 return ExecResult(INFRA_ERROR, details=f"{self.backend.name} worker cannot start")
             for attempt in (1, 2):  # a second death on the same code is the code's doing
                 try:
-                    return ExecResult.from_reply(worker.run(request, timeout))
+                    return ExecResult.from_reply(worker.run(request, timeout, secret, prelude))
                 except WorkerDied as exc:
                     log.warning("%s worker %d died (%s); restarting", self.backend.name,
                                 worker.index, exc)  # fmt: skip

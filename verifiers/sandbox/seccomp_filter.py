@@ -88,12 +88,22 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
+_PREPARED: dict[bool, tuple] = {}
+
+
+def prepare(allow_unix_sockets: bool) -> tuple:
+    """The filter ready to install (a fork server builds it once; each child only installs)."""
+    if allow_unix_sockets not in _PREPARED:
+        program = build_program(allow_unix_sockets)
+        buf = ctypes.create_string_buffer(program, len(program))
+        fprog = _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+        _PREPARED[allow_unix_sockets] = (buf, fprog, ctypes.CDLL(None, use_errno=True))
+    return _PREPARED[allow_unix_sockets]
+
+
 def install(allow_unix_sockets: bool) -> None:
     """Install the filter on the calling process (inherited by its children). Raises OSError."""
-    program = build_program(allow_unix_sockets)
-    buf = ctypes.create_string_buffer(program, len(program))
-    fprog = _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
-    libc = ctypes.CDLL(None, use_errno=True)
+    _buf, fprog, libc = prepare(allow_unix_sockets)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
