@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlvr.config import ConfigError, RunConfig
-from rlvr.report_plots import bar_plot, reward_curves
-from rlvr.report_seeds import group_results
-from rlvr.report_tables import (
+from rlvr.reporting.plots import bar_plot, reward_curves
+from rlvr.reporting.seeds import group_results
+from rlvr.reporting.tables import (
     ModelResult,
     Table,
     cost_table,

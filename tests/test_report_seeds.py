@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from rlvr.report import _curve_runs, build_report
-from rlvr.report_plots import mean_series
-from rlvr.report_seeds import Stat, group_results, paired_difference, split_seed
-from rlvr.report_tables import infer_role, load_results, score
+from rlvr.reporting.plots import mean_series
+from rlvr.reporting.seeds import Stat, group_results, paired_difference, split_seed
+from rlvr.reporting.tables import infer_role, load_results, score
 
 BENCH = {"math": "micro_math", "instruction": "micro_instruction"}
 # label stem -> per seed {domain: avg_at_k}. math: mixed beats its best merge (average) by far
@@ -267,7 +267,7 @@ def test_cost_table_sums_every_seed(study):
 def test_bar_plot_draws_error_bars_and_reward_curves_every_seed(study, tmp_path, monkeypatch):
     from matplotlib.axes import Axes
 
-    from rlvr.report_plots import bar_plot
+    from rlvr.reporting.plots import bar_plot
 
     calls: list[dict] = []
     original = Axes.bar

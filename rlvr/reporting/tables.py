@@ -12,7 +12,7 @@ from typing import Any
 
 from rlvr.accounting import run_cost, sum_compute
 from rlvr.merge_presets import PRESETS
-from rlvr.report_seeds import (
+from rlvr.reporting.seeds import (
     ModelGroup,
     Stat,
     group_results,

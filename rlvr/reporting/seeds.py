@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rlvr.report_tables import ModelResult
+    from rlvr.reporting.tables import ModelResult
 
 SEED_SUFFIX = re.compile(r"^(?P<stem>.+)-seed(?P<seed>\d+)$")
 Seed = int | None  # None: a label without a seed suffix

@@ -11,8 +11,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from rlvr.report_seeds import group_results
-from rlvr.report_tables import ModelResult, benchmark_order, score
+from rlvr.reporting.seeds import group_results
+from rlvr.reporting.tables import ModelResult, benchmark_order, score
 from tasks.schema import DOMAINS
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,1 @@
+"""The report's building blocks: tables from evaluation summaries, seed statistics, figures."""
