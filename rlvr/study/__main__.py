@@ -45,7 +45,7 @@ def plan(argv: list[str]) -> tuple[RunConfig, list[Stage], dict[str, str], dict[
     run = load_study(argv)
     stages = build_plan(run)
     base = user_overrides(argv)
-    hashes, _ = hash_plan(base, stages)
+    hashes = hash_plan(base, stages)
     commands = {s.name: command(s, base, run.study.accelerate) for s in stages}
     return run, stages, hashes, commands
 

@@ -91,8 +91,8 @@ def stage_config(base: Sequence[str], stage: Stage) -> RunConfig:
     return run
 
 
-def config_hash(run: RunConfig, stage: Stage, dep_hashes: Mapping[str, str]) -> tuple[str, dict]:
-    """(hash, the hashed config) of one stage."""
+def config_hash(run: RunConfig, stage: Stage, dep_hashes: Mapping[str, str]) -> str:
+    """The hash of one stage's config, entry point, own overrides and inputs' hashes."""
     resolved = OmegaConf.to_container(OmegaConf.structured(run), resolve=True)
     assert isinstance(resolved, dict)
     part = _hashed_part(resolved, stage.kind)
@@ -103,17 +103,15 @@ def config_hash(run: RunConfig, stage: Stage, dep_hashes: Mapping[str, str]) -> 
         "deps": {d: dep_hashes[d] for d in stage.deps},
     }
     text = json.dumps(payload, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16], part
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def hash_plan(base: Sequence[str], stages: Sequence[Stage]) -> tuple[dict[str, str], dict]:
-    """Config hash of every stage (dependencies first), and each stage's hashed config."""
+def hash_plan(base: Sequence[str], stages: Sequence[Stage]) -> dict[str, str]:
+    """Config hash of every stage, dependencies first (their hashes enter their dependents')."""
     hashes: dict[str, str] = {}
-    configs: dict[str, dict] = {}
     for stage in stages:
-        run = stage_config(base, stage)
-        hashes[stage.name], configs[stage.name] = config_hash(run, stage, hashes)
-    return hashes, configs
+        hashes[stage.name] = config_hash(stage_config(base, stage), stage, hashes)
+    return hashes
 
 
 def command(stage: Stage, base: Sequence[str], accelerate: str | None) -> list[str]:

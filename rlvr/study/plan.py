@@ -174,6 +174,16 @@ def _training_stage(
     )
 
 
+def _grpo_overrides(run: RunConfig, domains: Sequence[str], sft: ModelRef, seed: int) -> list[str]:
+    """An expert's or the mixed arm's own overrides: they differ only in their domains."""
+    return [
+        _domain_option(run, domains),
+        f"init_from={quote(sft.path)}",
+        f"trainer.seed={seed}",
+        "resume=true",
+    ]
+
+
 def build_plan(run: RunConfig) -> list[Stage]:
     """Expand the study config into stages, in an order that respects every dependency."""
     check_plan_names(run)
@@ -195,22 +205,12 @@ def build_plan(run: RunConfig) -> list[Stage]:
         for domain in s.domains:
             name = f"expert-{domain}-seed{seed}"
             out = root / "experts" / f"{domain}-seed{seed}"
-            extra = [
-                _domain_option(run, [domain]),
-                f"init_from={quote(sft.path)}",
-                f"trainer.seed={seed}",
-                "resume=true",
-            ]
+            extra = _grpo_overrides(run, [domain], sft, seed)
             stages.append(_training_stage(run, name, "expert", "rlvr.train", out, extra, sft_deps))
             ctx.experts[(domain, seed)] = ModelRef(f"{domain}-seed{seed}", str(out / "final"), name)
         if s.mixed:
             name, out = f"mixed-seed{seed}", root / "mixed" / f"seed{seed}"
-            extra = [
-                _domain_option(run, s.domains),
-                f"init_from={quote(sft.path)}",
-                f"trainer.seed={seed}",
-                "resume=true",
-            ]
+            extra = _grpo_overrides(run, s.domains, sft, seed)
             stages.append(_training_stage(run, name, "mixed", "rlvr.train", out, extra, sft_deps))
             ctx.mixed[seed] = ModelRef(f"mixed-seed{seed}", str(out / "final"), name)
     merged = [m for seed in s.seeds for m in _merge_stages(run, ctx, seed, stages)]

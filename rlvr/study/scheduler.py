@@ -133,7 +133,7 @@ def _block_dependents(stages, status, running, launcher: Launcher, manifest: Man
     while changed:
         changed = False
         for stage in stages:
-            if status[stage.name] not in ("pending", "running") or stage.name not in status:
+            if status[stage.name] not in ("pending", "running"):
                 continue
             failed = [d for d in stage.deps if status[d] in STOPPED]
             if not failed or (status[stage.name] == "running" and not launcher.submits_ahead):
