@@ -53,7 +53,9 @@ def build_domain_data(run: RunConfig) -> dict[str, DomainData]:
                 task,
                 split="heldout",
                 n=held,
-                seed=run.trainer.seed + 1,
+                # From eval.seed, not the training seed: every seed and arm of a study is
+                # measured on the same prompts, so seed variance is training variance alone.
+                seed=run.eval.seed,
                 difficulty=run.mixture.difficulty.get(domain),
                 data_dir=run.paths.data_dir,
             )

@@ -244,3 +244,23 @@ def test_run_folder_from_the_command_line_has_no_path(tmp_path):
     folder = run_dir.split("/smoke/", 1)[1].strip()
     assert folder.startswith("init_from@") and folder.endswith(",trainer.seed=2"), folder
     assert "outputs" not in folder and "max_steps" not in folder
+
+
+def test_heldout_prompts_come_from_eval_seed_not_the_training_seed(tmp_path):
+    """Every seed and arm of a study is measured on the same held-out prompts."""
+    from rlvr.data import build_domain_data
+
+    def ids(*overrides: str) -> tuple[list[str], list[str]]:
+        run = compose_run("experiment=smoke", *overrides, outputs=tmp_path)
+        data = build_domain_data(run)
+        return (
+            [r["id"] for d in data.values() for r in d.train],
+            [r["id"] for d in data.values() for r in d.heldout],
+        )
+
+    train0, held0 = ids("trainer.seed=0")
+    train1, held1 = ids("trainer.seed=1")
+    _, held_other_eval = ids("trainer.seed=0", "eval.seed=5")
+    assert held0 and held0 == held1
+    assert train0 != train1
+    assert held_other_eval != held0
