@@ -36,7 +36,7 @@ class Part:
 
 def _load(task: str, split: str, n: int, difficulty: Any, run: RunConfig, quality) -> list[dict]:
     """Rows of one task as ``rlvr.data`` loads them, with drops counted in ``quality``."""
-    seed = run.trainer.seed + (1 if split == "heldout" else 0)
+    seed = run.eval.seed if split == "heldout" else run.trainer.seed
     if task.startswith(MICRO_PREFIX):
         from tasks import micro
 
