@@ -2,17 +2,34 @@
 
 Started as ``python -m verifiers._pool_worker READ_FD WRITE_FD`` in its own session, so the
 pool can kill it (and anything it started) with one ``killpg`` when an item overruns.
+
+Fault injection for end-to-end tests of the infrastructure-error path, off unless set:
+``RLVR_VERIFIER_POOL_FAULT=<verifier>:<n>`` makes the worker SIGKILL itself on every item of
+a batch whose verifier is ``<verifier>`` and whose batch index is a multiple of ``n``, on
+every attempt, as a poisonous input would.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
 READY = "ready"
+FAULT_ENV = "RLVR_VERIFIER_POOL_FAULT"
+
+
+def _fault() -> tuple[str, int] | None:
+    spec = os.environ.get(FAULT_ENV)
+    if not spec:
+        return None
+    name, _, every = spec.rpartition(":")
+    if not name or not every.isdigit() or int(every) < 1:
+        raise ValueError(f"{FAULT_ENV}={spec!r}: expected <verifier>:<n> with n >= 1")
+    return name, int(every)
 
 
 def _limit_memory(megabytes: int | None) -> None:
@@ -29,8 +46,9 @@ def _serve(inbox: Connection, outbox: Connection, options: dict[str, dict[str, A
     from verifiers.verdict import Status, Verdict, clip
 
     cache: dict[str, Any] = {}
+    fault = _fault()
 
-    def grade(payload: bytes) -> Verdict:
+    def grade(index: int, payload: bytes) -> Verdict:
         try:
             completion, reference, verifier, reasoning = pickle.loads(payload)
             if isinstance(verifier, str):
@@ -39,6 +57,8 @@ def _serve(inbox: Connection, outbox: Connection, options: dict[str, dict[str, A
                 verifier = cache[verifier]
         except Exception as exc:  # bad item (unknown name, unimportable class): infra error
             return Verdict.error(clip(f"pool worker could not load the item: {exc!r}"))
+        if fault and getattr(verifier, "name", None) == fault[0] and index % fault[1] == 0:
+            os.kill(os.getpid(), signal.SIGKILL)
         verdict = verify(completion, reference, verifier, reasoning)
         if verdict.status is Status.ERROR and "MemoryError" in verdict.details:
             # the answer made the grader exhaust its memory budget: a resource limit hit by
@@ -52,7 +72,7 @@ def _serve(inbox: Connection, outbox: Connection, options: dict[str, dict[str, A
         if message is None:
             return
         for index, payload in message:  # a chunk; one reply per item, in order
-            outbox.send((index, grade(payload)))
+            outbox.send((index, grade(index, payload)))
 
 
 def main(argv: list[str]) -> None:

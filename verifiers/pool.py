@@ -2,8 +2,11 @@
 
 Each worker is a separate interpreter (``python -m verifiers._pool_worker``) in its own
 session. An item that overruns ``timeout_s`` gets a ``timeout`` verdict and its worker is
-killed with its whole process group and replaced; a worker that dies mid-item yields an
-``error`` verdict. Results come back in input order and do not depend on scheduling.
+killed with its whole process group and replaced. A worker that dies mid-item (OOM killer,
+a crash in a C extension, a stray signal) is replaced and the item goes back in the queue;
+an item that kills ``MAX_ITEM_ATTEMPTS`` workers gets an ``error`` verdict (an infrastructure
+failure the trainer counts), so a poisonous input cannot hang a batch. Results come back in
+input order and do not depend on scheduling.
 
 Workers are plain subprocesses rather than ``multiprocessing`` children: spawn/forkserver
 children re-import the caller's ``__main__`` (a trainer importing torch), and fork copies a
@@ -19,8 +22,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -38,12 +42,26 @@ DEFAULT_MEMORY_MB = 4096  # per worker; a runaway sympy expansion must not take 
 START_TIMEOUT_S = 120.0  # a cold interpreter importing sympy on a loaded machine
 MAX_CHUNK = 32  # items per message to a worker
 MAX_START_FAILURES = 3  # consecutive: a broken environment, not bad luck
+MAX_ITEM_ATTEMPTS = 2  # workers one item may lose; a second death is the item's doing
 
 Item = tuple[Any, Mapping[str, Any], "str | Verifier"]
 
 
 def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+
+
+@dataclass
+class _Batch:
+    """One ``verify_batch`` call: verdicts so far, items not yet sent, worker deaths per item."""
+
+    results: list[Verdict | None]
+    pending: deque[tuple[int, bytes]] = field(default_factory=deque)
+    deaths: Counter[int] = field(default_factory=Counter)
+
+    def requeue(self, items: deque[tuple[int, bytes]]) -> None:
+        self.pending.extendleft(reversed(items))
+        items.clear()
 
 
 class _Worker:
@@ -172,18 +190,19 @@ class VerifierPool:
         """Verdicts for ``(completion, reference, verifier name or object)`` items, in order."""
         limit = self.timeout_s if timeout_s is None else timeout_s
         fmt = self.reasoning if reasoning is None else reasoning
-        results: list[Verdict | None] = [None] * len(items)
-        pending: deque[tuple[int, bytes]] = deque()
+        batch = _Batch([None] * len(items))
         for i, (completion, reference, verifier) in enumerate(items):
             try:
-                pending.append((i, pickle.dumps((completion, dict(reference), verifier, fmt))))
+                batch.pending.append(
+                    (i, pickle.dumps((completion, dict(reference), verifier, fmt)))
+                )
             except Exception as exc:  # an unpicklable verifier is a setup bug: say which
-                results[i] = Verdict.error(clip(f"item cannot be sent to a worker: {exc!r}"))
+                batch.results[i] = Verdict.error(clip(f"item cannot be sent to a worker: {exc!r}"))
         self.start()
-        while pending or any(w.busy for w in self._workers):
-            self._dispatch(pending, limit)
-            self._collect(results, pending)
-        return [v if v is not None else Verdict.error("pool lost the item") for v in results]
+        while batch.pending or any(w.busy for w in self._workers):
+            self._dispatch(batch.pending, limit)
+            self._collect(batch)
+        return [v if v is not None else Verdict.error("pool lost the item") for v in batch.results]
 
     def _dispatch(self, pending: deque[tuple[int, bytes]], limit: float) -> None:
         # chunks amortise pipe round trips; small enough that work stays spread out
@@ -198,38 +217,47 @@ class VerifierPool:
                     worker.inflight.clear()
                     self._replace(slot)
 
-    def _collect(self, results: list[Verdict | None], pending: deque) -> None:
+    def _collect(self, batch: _Batch) -> None:
         now = time.monotonic()
         waits = [w.deadline - now for w in self._workers if w.busy] + [1.0]
         ready = wait([w.inbox for w in self._workers], timeout=max(0.0, min(waits)))
         for slot, worker in enumerate(list(self._workers)):
             if worker.inbox in ready:
-                self._drain(slot, worker, results, pending)
+                self._drain(slot, worker, batch)
             elif worker.busy and time.monotonic() >= worker.deadline:
-                self._fail_head(
-                    slot, results, pending, Verdict.timeout(f"exceeded {worker.limit:g} s per item")
-                )
+                overran = Verdict.timeout(f"exceeded {worker.limit:g} s per item")
+                self._fail_head(slot, batch, overran)
             elif not worker.ready and time.monotonic() - worker.started > START_TIMEOUT_S:
                 log.error("verifier worker did not start within %.0f s", START_TIMEOUT_S)
                 self._replace(slot)
 
-    def _fail_head(self, slot: int, results: list, pending: deque, verdict: Verdict) -> None:
-        """The item in progress gets ``verdict``; the rest of its chunk goes back in the queue."""
+    def _fail_head(self, slot: int, batch: _Batch, verdict: Verdict | None) -> None:
+        """The item in progress gets ``verdict`` (None: back in the queue, first); the rest of
+        its chunk goes back in the queue and the worker is replaced."""
         worker = self._workers[slot]
-        index, _ = worker.inflight.popleft()
-        results[index] = verdict
-        pending.extendleft(reversed(worker.inflight))
-        worker.inflight.clear()
+        if verdict is not None:
+            index, _ = worker.inflight.popleft()
+            batch.results[index] = verdict
+        batch.requeue(worker.inflight)
         self._replace(slot)
 
-    def _drain(self, slot: int, worker: _Worker, results: list, pending: deque) -> None:
+    def _died(self, slot: int, batch: _Batch, code: int | None) -> None:
+        """A worker died mid-item: the item goes to a fresh worker, up to the attempt limit."""
+        index = self._workers[slot].inflight[0][0]
+        batch.deaths[index] += 1
+        n = batch.deaths[index]
+        log.warning("verifier worker died (exit code %s) on item %d, death %d", code, index, n)
+        lost = f"verifier worker died on this item {n} times (last exit code {code})"
+        self._fail_head(slot, batch, Verdict.error(lost) if n >= MAX_ITEM_ATTEMPTS else None)
+
+    def _drain(self, slot: int, worker: _Worker, batch: _Batch) -> None:
         """Take every message already waiting from this worker (one wait() per burst)."""
         while True:
-            self._receive(slot, worker, results, pending)
+            self._receive(slot, worker, batch)
             if self._workers[slot] is not worker or not worker.inbox.poll():
                 return
 
-    def _receive(self, slot: int, worker: _Worker, results: list, pending: deque) -> None:
+    def _receive(self, slot: int, worker: _Worker, batch: _Batch) -> None:
         try:
             tag, value = worker.inbox.recv()
         except (EOFError, OSError):
@@ -238,8 +266,7 @@ class VerifierPool:
             except subprocess.TimeoutExpired:
                 code = None
             if worker.busy:
-                died = Verdict.error(f"verifier worker died (exit code {code})")
-                self._fail_head(slot, results, pending, died)
+                self._died(slot, batch, code)
                 return
             if not worker.ready:
                 self._start_failures += 1
@@ -255,7 +282,7 @@ class VerifierPool:
             self._start_failures = 0
             return
         worker.answered(tag)
-        results[tag] = value
+        batch.results[tag] = value
 
     def _replace(self, slot: int) -> None:
         self._workers[slot].kill()

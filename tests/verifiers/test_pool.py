@@ -1,9 +1,12 @@
-"""The worker pool: input order, determinism, hard timeouts, crashes, memory cap, worker cap."""
+"""The worker pool: input order, determinism, hard timeouts, crashes, killed workers, memory
+cap, worker cap."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -13,7 +16,14 @@ from typing import Any
 import pytest
 
 from verifiers import Status, Verdict, verify
-from verifiers.pool import MAX_WORKERS, VerifierPool, default_workers, verify_batch
+from verifiers._pool_worker import FAULT_ENV
+from verifiers.pool import (
+    MAX_ITEM_ATTEMPTS,
+    MAX_WORKERS,
+    VerifierPool,
+    default_workers,
+    verify_batch,
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,38 @@ class CrashingVerifier:
 
     def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
         os._exit(3)
+
+
+@dataclass(frozen=True)
+class KilledOnceVerifier:
+    """First attempt: publish this worker's pid in reference["pid_file"] and wait to be killed;
+    any later attempt (the file exists) is correct at once."""
+
+    name: str = "killed_once"
+
+    def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
+        pid_file = Path(reference["pid_file"])
+        if not pid_file.exists():
+            partial = pid_file.with_suffix(".tmp")
+            partial.write_text(str(os.getpid()))
+            partial.rename(pid_file)  # the killer never reads a half-written pid
+            time.sleep(60)
+        return Verdict.correct(completion)
+
+
+def kill_when_published(pid_file: Path) -> threading.Thread:
+    """SIGKILL the worker that publishes its pid in ``pid_file`` (once), from another thread."""
+
+    def killer() -> None:
+        deadline = time.monotonic() + 120
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    return thread
 
 
 @dataclass(frozen=True)
@@ -79,7 +121,7 @@ def test_timeout_kills_the_worker_and_its_children(pool: VerifierPool, tmp_path:
     before = pool.restarts
     start = time.monotonic()
     verdicts = pool.verify_batch([MIXED[0], slow, MIXED[3]], timeout_s=1.5)
-    assert time.monotonic() - start < 15
+    assert time.monotonic() - start < 30  # the slow item sleeps 60 s: it was cut short
     assert [v.status for v in verdicts] == [Status.CORRECT, Status.TIMEOUT, Status.CORRECT]
     assert pool.restarts == before + 1
     grandchild = int(pid_file.read_text())
@@ -95,8 +137,11 @@ def _proc_state(pid: int) -> str:
 
 
 def test_crash_is_an_error_verdict_and_the_pool_recovers(pool: VerifierPool) -> None:
+    before = pool.restarts
     verdicts = pool.verify_batch([("x", {}, CrashingVerifier()), MIXED[0], MIXED[0]])
-    assert verdicts[0].status is Status.ERROR and "died" in verdicts[0].details
+    assert verdicts[0].status is Status.ERROR
+    assert f"died on this item {MAX_ITEM_ATTEMPTS} times" in verdicts[0].details
+    assert pool.restarts == before + MAX_ITEM_ATTEMPTS  # bounded: retried, then given up
     assert verdicts[1].is_correct and verdicts[2].is_correct
     assert pool.verify_batch(MIXED[:7]) == [verify(c, r, v) for c, r, v in MIXED[:7]]
 
@@ -145,3 +190,34 @@ def test_options_apply_to_verifiers_named_by_string() -> None:
     with VerifierPool(1, options={"math": {"fallback_last_number": True}}) as lenient:
         assert lenient.verify_batch([text])[0].is_correct
     assert verify(*text).status is Status.FORMAT_ERROR
+
+
+def test_worker_killed_mid_batch_is_replaced_and_every_item_scored(
+    pool: VerifierPool, tmp_path: Path
+) -> None:
+    scorable = [item for item in MIXED if verify(*item).status is not Status.ERROR]
+    pid_file = tmp_path / "worker.pid"
+    items = list(scorable)
+    items.insert(len(items) // 2, ("x", {"pid_file": str(pid_file)}, KilledOnceVerifier()))
+    expected = [verify(c, r, v) for c, r, v in scorable]
+    before = pool.restarts
+    killer = kill_when_published(pid_file)
+    verdicts = pool.verify_batch(items)
+    killer.join(timeout=5)
+    assert pid_file.exists(), "the item never reached a worker"
+    assert pool.restarts == before + 1  # the kill happened while the batch was in flight
+    marked = verdicts.pop(len(scorable) // 2)
+    assert marked.is_correct  # the killed item was graded again on a fresh worker
+    assert verdicts == expected
+    assert pool.verify_batch(scorable) == expected  # and the pool keeps working
+
+
+@pytest.mark.slow  # three cold worker starts; the GRPO abort test relies on this hook
+def test_fault_hook_kills_workers_on_the_chosen_items(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FAULT_ENV, "math:2")
+    items = [MIXED[3], MIXED[0], MIXED[0]]  # poisoned: math at an even index, i.e. item 2 only
+    with VerifierPool(1) as faulty:
+        verdicts = faulty.verify_batch(items)
+        assert faulty.restarts == MAX_ITEM_ATTEMPTS
+    assert [v.status for v in verdicts] == [Status.CORRECT, Status.CORRECT, Status.ERROR]
+    assert f"worker died on this item {MAX_ITEM_ATTEMPTS} times" in verdicts[2].details
