@@ -130,6 +130,10 @@ def hydra_entry(
             log.error("config error: %s", err)
             sys.exit(2)
         configure_threads()
-        body(run, Path(HydraConfig.get().runtime.output_dir))
+        try:
+            body(run, Path(HydraConfig.get().runtime.output_dir))
+        except ConfigError as err:  # bad setup found once the stage looks at its inputs
+            log.error("config error: %s", err)
+            sys.exit(2)
 
     _main()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlvr.config import ConfigError, RunConfig
+from rlvr.reporting.calibration import calibration_table
 from rlvr.reporting.plots import bar_plot, reward_curves
 from rlvr.reporting.seeds import group_results
 from rlvr.reporting.tables import (
@@ -61,6 +62,8 @@ def build_report(
         diff_table(results, metric),
         cost_table(results, runs or {}, metric),
     )
+    room = calibration_table(results)  # does the SFT model leave RL room on each set?
+    tables += (room,) if room.rows else ()
     for table in tables:
         write_table(table, folder)
     images = [bar_plot(results, metric, folder / "benchmarks.png")]

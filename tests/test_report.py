@@ -83,6 +83,9 @@ def test_report_files_exist(study):
         assert (folder / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = (folder / "report.md").read_text()
     assert "![benchmarks](benchmarks.png)" in text and "Main table" in text
+    rows = read_csv(folder / "calibration.csv")  # room for RL, from the SFT row
+    assert {r["model"] for r in rows} == {"sft"} and len(rows) == len(TASKS)
+    assert "Room for RL" in text
 
 
 def test_main_table_rows_columns_and_numbers(study):
@@ -161,7 +164,6 @@ def test_report_cli_rewrites_the_tables(study):
 
 @pytest.mark.slow
 def test_wandb_offline_logs_tables_and_images(study, monkeypatch):
-    pytest.importorskip("wandb")
     from rlvr.config import ReportConfig
     from rlvr.report import report_stage
 
