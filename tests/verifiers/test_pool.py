@@ -4,9 +4,7 @@ cap, worker cap."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -14,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pool_doubles import KilledOnceVerifier, kill_when_published
 
 from verifiers import Status, Verdict, verify
 from verifiers._pool_worker import FAULT_ENV
@@ -46,38 +45,6 @@ class CrashingVerifier:
 
     def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
         os._exit(3)
-
-
-@dataclass(frozen=True)
-class KilledOnceVerifier:
-    """First attempt: publish this worker's pid in reference["pid_file"] and wait to be killed;
-    any later attempt (the file exists) is correct at once."""
-
-    name: str = "killed_once"
-
-    def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
-        pid_file = Path(reference["pid_file"])
-        if not pid_file.exists():
-            partial = pid_file.with_suffix(".tmp")
-            partial.write_text(str(os.getpid()))
-            partial.rename(pid_file)  # the killer never reads a half-written pid
-            time.sleep(60)
-        return Verdict.correct(completion)
-
-
-def kill_when_published(pid_file: Path) -> threading.Thread:
-    """SIGKILL the worker that publishes its pid in ``pid_file`` (once), from another thread."""
-
-    def killer() -> None:
-        deadline = time.monotonic() + 120
-        while not pid_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if pid_file.exists():
-            os.kill(int(pid_file.read_text()), signal.SIGKILL)
-
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
-    return thread
 
 
 @dataclass(frozen=True)
