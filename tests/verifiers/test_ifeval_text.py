@@ -21,6 +21,11 @@ from verifiers.ifeval.text import count_capital_words, count_words, split_senten
         ("Apples, pears etc. The end.", 2),  # an abbreviation before a sentence starter
         ("Near the sun. They burn.", 2),  # "sun" is a word, not the weekday abbreviation
         ("A decimal 3.14 stays. Ok!", 2),
+        ("She earned a Ph.D. in physics. Then she taught.", 2),
+        ("The U.S.A has many Ph.D. students. They publish.", 2),
+        ("Mr. Lee moved to the U.S. last year.", 1),
+        ("He moved to the U.S. The move was hard.", 2),  # Punkt breaks before "The"
+        ("Bring tools, e.g. a hammer. Then start.", 2),
         ("", 0),
     ],
 )

@@ -78,6 +78,31 @@ def test_reference_as_json_string_and_null_kwargs_are_accepted():
             {"instruction_id_list": ["punctuation:no_comma", "startend:quotation"], "kwargs": [{}]},
             "one entry",
         ),
+        (
+            {
+                "instruction_id_list": ["length_constraints:number_words"],
+                "kwargs": [{"num_words": -1, "relation": "at least"}],
+            },
+            "num_words=-1 must not be negative",
+        ),
+        (
+            {
+                "instruction_id_list": ["length_constraints:number_sentences"],
+                "kwargs": [{"num_sentences": "-3", "relation": "less than"}],
+            },
+            "must not be negative",
+        ),
+        (
+            {
+                "instruction_id_list": ["length_constraints:nth_paragraph_first_word"],
+                "kwargs": [{"num_paragraphs": 2, "nth_paragraph": 3, "first_word": "so"}],
+            },
+            "nth_paragraph=3",
+        ),
+        (
+            {"instruction_id_list": ["keywords:existence"], "kwargs": [{"keywords": [" "]}]},
+            "is not",
+        ),
         ({"instruction_id_list": []}, "no instructions"),
         ({"kwargs": []}, "instruction_id_list"),
         ("not json", "not JSON"),
@@ -87,6 +112,31 @@ def test_unscorable_references_are_errors_never_scores(reference, message: str):
     verdict = IFEvalVerifier().verify("any response", reference)
     assert verdict.status is Status.ERROR
     assert message in verdict.details
+
+
+@pytest.mark.parametrize(
+    ("instruction_id", "kwargs", "completion"),
+    [
+        ("keywords:existence", {"keywords": [" tea ", "milk\n"]}, "Tea with milk."),
+        (
+            "keywords:frequency",
+            {"keyword": " tea ", "frequency": 2, "relation": "at least"},
+            "tea, TEA",
+        ),
+        ("keywords:forbidden_words", {"forbidden_words": [" coffee "]}, "Tea, not coffee."),
+        (
+            "detectable_format:multiple_sections",
+            {"section_spliter": " Part ", "num_sections": 2},
+            "Part 1 a\nPart 2 b",
+        ),
+    ],
+)
+def test_padded_arguments_mean_the_trimmed_phrase(
+    instruction_id: str, kwargs: dict, completion: str
+):
+    reference = {"instruction_id_list": [instruction_id], "kwargs": [kwargs]}
+    expected = Status.WRONG if "forbidden" in instruction_id else Status.CORRECT
+    assert IFEvalVerifier().verify(completion, reference).status is expected
 
 
 def test_unsupported_instructions_are_counted_per_id():
@@ -171,12 +221,12 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_completions_return_a_verdict_quickly(name: str):
+def test_hostile_completions_return_a_verdict_in_bounded_time(name: str):
     verifier = IFEvalVerifier(mode="loose")  # loose checks eight variants: the costliest mode
     started = time.perf_counter()
     verdict = verifier.verify(HOSTILE[name], ALL_INSTRUCTIONS)
     assert verdict.status in (Status.CORRECT, Status.WRONG)
-    assert time.perf_counter() - started < 10.0
+    assert time.perf_counter() - started < 30.0  # hang detection (backtracking would be minutes)
 
 
 def test_random_strings_always_score():

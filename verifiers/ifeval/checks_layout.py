@@ -54,6 +54,8 @@ def nth_paragraph_first_word(
 ) -> bool:
     """length_constraints:nth_paragraph_first_word: N blank-line paragraphs; the nth starts
     with ``first_word`` (case-insensitive, trailing punctuation ignored)."""
+    if not 1 <= nth_paragraph <= num_paragraphs:
+        raise ValueError(f"nth_paragraph={nth_paragraph} is not in 1..{num_paragraphs}")
     paragraphs = response.split("\n\n")
     count = sum(1 for p in paragraphs if p.strip())
     if not 1 <= nth_paragraph <= count:

@@ -3,6 +3,15 @@
 IFEval's own checkers lean on NLTK (the Punkt sentence model and the Treebank word
 tokenizer). Neither may be downloaded here, so this module approximates them with small,
 linear-time rules that reproduce their behaviour on ordinary English prose.
+``split_sentences`` returns each sentence as written, line breaks included, where Google's
+regex splitter joins a sentence's lines with spaces; the sentences are the same.
+
+Language detection uses langdetect with its sampling seed pinned to 0, as Google's code
+pins it, but on a detector factory of our own rather than langdetect's class-wide seed:
+Google sets ``DetectorFactory.seed`` for the whole process, so any other library that sets
+it (lm-eval's tests set 42, under which "Hello world" reads as Dutch) or leaves it unset
+changes the verdicts. Ours depend on neither that attribute nor the ``random`` or numpy
+global state, and we leave langdetect's global setup as we found it.
 """
 
 from __future__ import annotations
@@ -10,9 +19,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from langdetect import DetectorFactory, LangDetectException, detect
+from langdetect import DetectorFactory, LangDetectException
+from langdetect.detector_factory import PROFILES_DIRECTORY
 
-DetectorFactory.seed = 0  # langdetect samples randomly; a fixed seed makes verdicts repeatable
+_LANGDETECT_SEED = 0  # langdetect samples n-grams at random; IFEval's seed makes it repeatable
 
 _WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r"\S+")
@@ -25,7 +35,8 @@ _DOTTED_ABBREVIATION = re.compile(r"^(?:[^\W\d_]\.)+[^\W\d_]$")  # u.s, e.g, i.e
 # Abbreviations that rarely end a sentence (Punkt's English model knows these and more).
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof sr jr st mt ft vs etc approx dept inc ltd corp jan feb apr jun jul "
-    "aug sep sept oct nov dec lt sgt capt gov sen ave blvd rd pp eds cf".split()
+    "aug sep sept oct nov dec lt sgt capt gov sen ave blvd rd pp eds cf "
+    "ph.d ed.d ll.b ll.m b.sc m.sc d.phil".split()  # degrees that the dotted rule misses
 )  # words that are also ordinary English ("sun", "no", "sat") are left out: they end sentences
 # Capitalized words that make Punkt break even after an abbreviation or an ellipsis.
 _SENTENCE_STARTERS = frozenset(
@@ -132,9 +143,19 @@ def detect_language(text: str) -> str | None:
     return _detect(text[:_LANGDETECT_MAX_CHARS])
 
 
+@lru_cache(maxsize=1)  # the profiles take ~2 s and ~60 MB to load: once per process
+def _detector_factory() -> DetectorFactory:
+    factory = DetectorFactory()
+    factory.load_profile(PROFILES_DIRECTORY)
+    factory.set_seed(_LANGDETECT_SEED)  # an instance attribute: the class-wide seed is not read
+    return factory
+
+
 @lru_cache(maxsize=64)  # loose mode asks about near-identical variants; detection is ~20 ms
 def _detect(text: str) -> str | None:
+    detector = _detector_factory().create()
+    detector.append(text)
     try:
-        return detect(text)
+        return detector.detect()
     except LangDetectException:
         return None
