@@ -106,6 +106,34 @@ class SFTConfig:
 
 
 @dataclass
+class DistillConfig:
+    """Multi-teacher on-policy distillation (``rlvr.distill``): the student samples, and each
+    row's tokens are scored by the teacher of the row's domain."""
+
+    name: str = "tiny"
+    teachers: dict[str, str] = field(default_factory=dict)  # domain -> teacher model folder
+    # train: every teacher loaded once beside the student (eval, no grad) | server: one vLLM
+    # server per teacher (``teacher_servers``), for teachers too large to hold beside it
+    teacher_device: str = "train"
+    teacher_servers: dict[str, str] = field(default_factory=dict)  # domain -> server base URL
+    # sampled_token (M2RL): advantage = teacher - student log-prob of each sampled token |
+    # full_vocab: TRL's generalized JSD over the whole next-token distribution (``beta``)
+    objective: str = "sampled_token"
+    beta: float = 1.0  # full_vocab only: 0 forward KL, 0.5 JSD, 1 reverse KL
+    learning_rate: float = 1e-6
+    lr_scheduler_type: str = "constant"
+    warmup_steps: int = 0
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    prompts_per_step: int = 4
+    samples_per_prompt: int = 4
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_completion_length: int = 48
+    max_steps: int | None = None  # None: trainer.max_steps
+
+
+@dataclass
 class TrainerConfig:
     max_steps: int = 40
     save_steps: int = 20
@@ -231,7 +259,7 @@ class StudyConfig:
 @dataclass
 class RunConfig:
     experiment: str = "default"
-    stage: str = "rl"  # rl | sft (which entry point composed this)
+    stage: str = "rl"  # rl | sft | distill (which entry point composed this)
     run_name: str = "default"
     init_from: str | None = None  # checkpoint folder (e.g. an SFT run) to start from
     resume: bool = False
@@ -240,6 +268,7 @@ class RunConfig:
     mixture: MixtureConfig = field(default_factory=MixtureConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
+    distill: DistillConfig = field(default_factory=DistillConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     peft: PeftConfig = field(default_factory=PeftConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
@@ -268,6 +297,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "model.dtype": ("float32", "bfloat16", "float16", "auto"),
     "sandbox.backend": ("auto", "nsjail", "bwrap", "unshare", "rlimit"),
     "study.launcher": ("local", "submitit_local", "slurm"),
+    "distill.teacher_device": ("train", "server"),
+    "distill.objective": ("sampled_token", "full_vocab"),
 }
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
@@ -304,6 +335,8 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
                 f"does not select a domain; select it with domains=[...,{name}]"
             )
     _check_positive(run)
+    if run.stage == "distill":
+        check_teachers(run, check_paths)
     check_model_source(run.model.name, run.paths.cache_dir)
     if check_paths and run.init_from and not Path(run.init_from).expanduser().exists():
         raise ConfigError(
@@ -333,6 +366,34 @@ def _check_positive(run: RunConfig) -> None:
             raise ConfigError(
                 f"mixture=weighted needs non-negative weights with a positive sum: {bad}"
             )
+
+
+def check_teachers(run: RunConfig, check_paths: bool = True) -> None:
+    """Every selected domain has a teacher (and a server when teachers are served)."""
+    d = run.distill
+    if bad := sorted(set(d.teachers) - set(DOMAINS)):
+        raise ConfigError(f"distill.teachers: unknown domains {bad}; valid: {', '.join(DOMAINS)}")
+    needed = {"distill.teachers": d.teachers}
+    if d.teacher_device == "server":
+        needed["distill.teacher_servers"] = d.teacher_servers
+        if d.objective != "sampled_token":
+            raise ConfigError(
+                "distill.teacher_device=server scores sampled tokens only (a server returns "
+                "their log-probs, not the full distribution): set distill.objective=sampled_token"
+            )
+    for key, mapping in needed.items():
+        if missing := [name for name in run.domains if not mapping.get(name)]:
+            raise ConfigError(
+                f"{key} has no entry for domain(s) {', '.join(missing)}: every row is scored by "
+                f"its own domain's teacher; add {key}.{missing[0]}=<expert folder or URL>"
+            )
+    for domain, path in d.teachers.items() if check_paths else ():
+        try:
+            check_model_source(path, run.paths.cache_dir)
+        except ConfigError as err:
+            raise ConfigError(f"distill.teachers.{domain}: {err}") from None
+    if not 0 <= d.beta <= 1 or d.samples_per_prompt < 1 or d.prompts_per_step < 1:
+        raise ConfigError("distill: beta must lie in [0, 1]; prompts and samples per step >= 1")
 
 
 def check_model_source(name: str, cache_dir: str) -> None:

@@ -69,12 +69,13 @@ def configure_tracking(run: RunConfig, run_dir: Path) -> None:
 
 @dataclass
 class StepClock:
-    """Wall time per step and its split (generation, reward, update) for compute accounting."""
+    """Wall time per step and its split (generation, reward, teacher, update) for accounting."""
 
     start: float = field(default_factory=time.perf_counter)
     step_start: float = 0.0
     last_generation: float = 0.0
     last_reward: float = 0.0
+    last_teacher: float = 0.0
 
 
 class MetricsFileCallback(TrainerCallback):
@@ -101,8 +102,14 @@ class MetricsFileCallback(TrainerCallback):
             "time/step_s": step_s,
             "time/generation_s": gen_s,
             "time/reward_s": reward_s,
-            "time/update_s": max(step_s - gen_s - reward_s, 0.0),
         }
+        teacher_total = getattr(trainer, "teacher_seconds", None)  # distillation only
+        teacher_s = 0.0
+        if teacher_total is not None:
+            teacher_s = teacher_total - self.clock.last_teacher
+            self.clock.last_teacher = teacher_total
+            self.pending["time/teacher_s"] = teacher_s
+        self.pending["time/update_s"] = max(step_s - gen_s - reward_s - teacher_s, 0.0)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not is_main_process() or logs is None:  # env rank: see stages.heldout_eval

@@ -231,8 +231,15 @@ def _save_final(trainer, final: Path, run: RunConfig) -> None:
 
 
 def summarise(
-    run: RunConfig, run_dir: Path, evals: dict, rl: dict, sft_seconds: float, total_s: float
+    run: RunConfig,
+    run_dir: Path,
+    evals: dict,
+    rl: dict,
+    sft_seconds: float,
+    total_s: float,
+    extra: dict | None = None,
 ) -> dict:
+    """``summary.json``: held-out results, run facts and compute; ``extra`` adds stage facts."""
     summary = {
         "experiment": run.experiment,
         "run_name": run.run_name,
@@ -245,6 +252,7 @@ def summarise(
         "total_seconds": total_s,
         "compute": device_seconds(total_s),
         "last_metrics": (read_metrics(run_dir / "metrics.jsonl") or [{}])[-1],
+        **(extra or {}),
     }
     if is_main_process():
         write_json(run_dir / "summary.json", summary)

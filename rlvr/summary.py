@@ -27,7 +27,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines += [
         "",
         f"RL         {rl['steps']} steps in {rl['seconds']:.1f} s "
-        f"(generation {rl['generation_s']:.1f} s, reward {rl['reward_s']:.1f} s)",
+        f"(generation {rl['generation_s']:.1f} s, reward {rl['reward_s']:.1f} s"
+        + (f", teacher {rl['teacher_s']:.1f} s)" if "teacher_s" in rl else ")"),
         f"SFT        {summary['sft_seconds']:.1f} s",
         f"total      {summary['total_seconds']:.1f} s on {summary['compute']['processes']} process(es)"
         f" = {summary['compute']['device_seconds']:.1f} device-seconds",

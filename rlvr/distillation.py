@@ -1,0 +1,258 @@
+"""Our typed config -> TRL's ``DistillationConfig``, and the per-row teacher routing override.
+
+TRL's ``DistillationTrainer`` owns the loop: on-policy sampling, buffering, the optimiser,
+checkpoints. Two things are ours: each row is scored by the teacher of its ``domain`` (a
+mixed batch is split by domain, never by position), and the objective may be M2RL's
+sampled-token one: per-token advantage = teacher log-prob - student log-prob of the token the
+student sampled, as a policy gradient (one update per batch, so no ratio clipping applies).
+TRL's own divergence (``objective=full_vocab``) is the generalized JSD over the whole
+next-token distribution; at ``beta=1`` its gradient is this estimator's expectation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from trl import DistillationConfig, DistillationTrainer
+
+from rlvr.config import ConfigError, RunConfig
+from rlvr.grpo import report_to, world_size
+from rlvr.models import model_init_kwargs
+from rlvr.runs import DataIdLog
+from rlvr.teachers import LocalTeacher, Teacher, completion_logprobs
+
+
+def distill_steps(run: RunConfig) -> int:
+    return run.distill.max_steps if run.distill.max_steps is not None else run.trainer.max_steps
+
+
+def per_device_rows(run: RunConfig) -> int:
+    """Completions per device per micro-step so one generation batch is one optimiser update."""
+    total = run.distill.prompts_per_step * run.distill.samples_per_prompt
+    shards = world_size() * run.trainer.gradient_accumulation_steps
+    if total % shards:
+        raise ConfigError(
+            f"distill.prompts_per_step*distill.samples_per_prompt={total} must divide evenly over "
+            f"{world_size()} processes x {run.trainer.gradient_accumulation_steps} accumulation "
+            "steps; change prompts_per_step or trainer.gradient_accumulation_steps"
+        )
+    return total // shards
+
+
+def build_distill_config(run: RunConfig, output_dir: Path) -> DistillationConfig:
+    """The only place our settings become TRL's: one field at a time, nothing implicit."""
+    d, t = run.distill, run.trainer
+    return DistillationConfig(
+        output_dir=str(output_dir),
+        run_name=f"{run.experiment}/{run.run_name}",
+        report_to=report_to(run),
+        seed=t.seed,
+        data_seed=t.seed,
+        max_steps=distill_steps(run),
+        save_strategy="steps" if t.save_steps > 0 else "no",
+        save_steps=max(t.save_steps, 1),
+        save_total_limit=t.save_total_limit,
+        logging_steps=t.logging_steps,
+        per_device_train_batch_size=per_device_rows(run),
+        gradient_accumulation_steps=t.gradient_accumulation_steps,
+        gradient_checkpointing=t.gradient_checkpointing,
+        bf16=t.bf16,
+        use_cpu=t.use_cpu,
+        dataloader_num_workers=t.dataloader_num_workers,
+        learning_rate=d.learning_rate,
+        lr_scheduler_type=d.lr_scheduler_type,
+        warmup_steps=d.warmup_steps,
+        weight_decay=d.weight_decay,
+        max_grad_norm=d.max_grad_norm,
+        temperature=d.temperature,
+        top_p=d.top_p,
+        top_k=0,
+        max_completion_length=d.max_completion_length,
+        beta=d.beta,
+        use_vllm=t.use_vllm,
+        vllm_mode=t.vllm_mode,
+        vllm_server_base_url=t.vllm_server_base_url,
+        vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
+        chat_template_kwargs=dict(run.model.chat_template_kwargs) or None,
+        model_init_kwargs=model_init_kwargs(run.model),
+        disable_dropout=True,
+        remove_unused_columns=False,
+        save_only_model=False,  # optimizer + RNG state are needed to resume exactly
+    )
+
+
+def rows_of(batch: Mapping[str, Any], rows: list[int]) -> dict[str, Any]:
+    """The sub-batch of ``rows``: per-row tensors and lists indexed, scalars kept."""
+    index = torch.tensor(rows)
+    out: dict[str, Any] = {}
+    for key, value in batch.items():
+        if isinstance(value, torch.Tensor) and value.ndim > 0:
+            out[key] = value[index.to(value.device)]
+        elif isinstance(value, list):
+            out[key] = [value[i] for i in rows]
+        else:
+            out[key] = value
+    return out
+
+
+class RoutedDistillationTrainer(DistillationTrainer):
+    """DistillationTrainer with one teacher per domain, our mixture sampler (``samples_per_prompt``
+    completions per prompt), per-domain KL and reward metrics and teacher/generation timing."""
+
+    def __init__(
+        self,
+        *args: Any,
+        teachers: Mapping[str, Teacher],
+        objective: str = "sampled_token",
+        samples_per_prompt: int = 1,
+        sampler_factory: Callable[..., Any] | None = None,
+        reward_funcs: list[Callable[..., Any]] = (),
+        **kwargs: Any,
+    ) -> None:
+        self.teachers = dict(teachers)
+        self.objective = objective
+        self.samples_per_prompt = samples_per_prompt
+        self._sampler_factory = sampler_factory
+        self._reward_funcs = list(reward_funcs)
+        self.generation_seconds = self.teacher_seconds = 0.0
+        self._kl_stats: list[torch.Tensor] = []
+        super().__init__(*args, teacher_model=None, **kwargs)
+        for teacher in {id(t): t for t in self.teachers.values()}.values():
+            teacher.prepare(self.accelerator)
+        self._teacher_modules = {
+            id(t.model) for t in self.teachers.values() if isinstance(t, LocalTeacher)
+        }
+        self.data_id_log = DataIdLog(Path(self.args.output_dir) / "data_ids.jsonl")
+
+    # -- data: the mixture sampler, with samples_per_prompt completions of every prompt
+    def _get_train_sampler(self, dataset=None):
+        if self._sampler_factory is None:
+            return super()._get_train_sampler(dataset)
+        batch = self.args.per_device_train_batch_size * self.accelerator.num_processes
+        batch *= self.args.gradient_accumulation_steps
+        return self._sampler_factory(
+            mini_repeat_count=self.samples_per_prompt,
+            batch_size=batch // self.samples_per_prompt,
+            repeat_count=self.args.gradient_accumulation_steps,
+        )
+
+    def _generate(self, prompts):
+        start = time.perf_counter()
+        try:
+            return super()._generate(prompts)
+        finally:
+            self.generation_seconds += time.perf_counter() - start
+
+    def _generate_and_score_completions(self, inputs):
+        if inputs and "id" in inputs[0]:
+            self.data_id_log(
+                self.state.global_step + 1, list(dict.fromkeys(str(x["id"]) for x in inputs))
+            )
+        output = super()._generate_and_score_completions(inputs)
+        output["domain"] = [x["domain"] for x in inputs]  # rides along TRL's shuffle and split
+        if self.model.training:
+            self._score(inputs, output)
+        return output
+
+    def _score(self, inputs: list[dict], output: Mapping[str, Any]) -> None:
+        """Verifier rewards per domain (logged only; the teachers alone drive the update)."""
+        ids = [row[mask.bool()].tolist() for row, mask in zip(
+            output["completion_ids"], output["completion_mask"], strict=True)]  # fmt: skip
+        columns = {k: [x.get(k) for x in inputs] for k in ("domain", "verifier", "reference", "id")}
+        texts = self.processing_class.batch_decode(ids, skip_special_tokens=True)
+        for func in self._reward_funcs:
+            func(
+                prompts=[x["prompt"] for x in inputs],
+                completions=texts,
+                completion_ids=ids,
+                log_metric=lambda name, value: self._metrics["train"][name].append(value),
+                **columns,
+            )
+
+    # -- loss: each domain's rows scored by that domain's teacher
+    def _compute_loss(self, unwrapped_student, inputs, num_items_in_batch):
+        groups: dict[str, list[int]] = {}
+        for row, domain in enumerate(inputs["domain"]):
+            groups.setdefault(domain, []).append(row)
+        if missing := sorted(set(groups) - set(self.teachers)):
+            raise RuntimeError(f"rows of domain(s) {missing} have no teacher")
+        mask = inputs["completion_mask"] * inputs.get("tool_mask", 1)
+        denominator = num_items_in_batch if num_items_in_batch is not None else mask.sum()
+        if self.objective == "full_vocab":
+            return self._full_vocab_loss(unwrapped_student, inputs, denominator, groups)
+        return self._sampled_token_loss(unwrapped_student, inputs, mask, denominator, groups)
+
+    def _sampled_token_loss(self, student, inputs, mask, denominator, groups):
+        from trl.trainer.utils import entropy_from_logits
+
+        keep = "logits_to_keep" in self.model_kwarg_keys
+        student_lp, logits = completion_logprobs(student, inputs, self.temperature, keep)
+        teacher_lp = torch.zeros_like(student_lp)
+        for domain, rows in groups.items():
+            index = torch.tensor(rows, device=student_lp.device)
+            scored = self._timed(
+                self.teachers[domain].token_logprobs, rows_of(inputs, rows), self.temperature
+            )
+            teacher_lp[index] = scored.to(teacher_lp)
+        log_ratio = (student_lp - teacher_lp).detach()  # per-token KL(student || teacher) sample
+        loss = (log_ratio * student_lp * mask).sum() / denominator.clamp(min=1)  # = -A * logp
+        self._stash_kl(groups, (log_ratio * mask).sum(dim=1), mask.sum(dim=1))
+        entropy = (entropy_from_logits(logits.detach()) * mask).sum()
+        return loss, entropy, mask.sum()
+
+    def _full_vocab_loss(self, student, inputs, denominator, groups):
+        loss = entropy = valid = 0
+        per_row_div, per_row_tokens = [], []
+        for domain, rows in groups.items():
+            self.teacher_model = self.teachers[domain].model  # read by TRL's own loss
+            part, ent, n = super()._compute_loss(student, rows_of(inputs, rows), denominator)
+            loss, entropy, valid = loss + part, entropy + ent, valid + n
+            per_row_div.append(part.detach() * denominator)  # this domain's divergence sum
+            per_row_tokens.append(n)
+        self._stash_kl(
+            {d: [i] for i, d in enumerate(groups)},
+            torch.stack(per_row_div),
+            torch.stack(per_row_tokens).to(per_row_div[0]),
+        )
+        return loss, entropy, valid
+
+    def _get_last_hidden_state(self, unwrapped_model, *args, **kwargs):
+        if id(unwrapped_model) not in self._teacher_modules:
+            return super()._get_last_hidden_state(unwrapped_model, *args, **kwargs)
+        return self._timed(super()._get_last_hidden_state, unwrapped_model, *args, **kwargs)
+
+    def _timed(self, fn: Callable[..., torch.Tensor], *args: Any, **kwargs: Any) -> torch.Tensor:
+        start = time.perf_counter()
+        out = fn(*args, **kwargs)
+        if out.is_cuda:
+            torch.cuda.synchronize(out.device)  # kernels are async: time the work, not the launch
+        self.teacher_seconds += time.perf_counter() - start
+        return out
+
+    # -- per-domain KL: summed over ranks after the forward (no collective inside it)
+    def _stash_kl(self, groups: Mapping[str, list[int]], sums, tokens) -> None:
+        names = sorted(self.teachers)
+        stats = torch.zeros(2 * len(names), device=sums.device)
+        for domain, rows in groups.items():
+            k = names.index(domain)
+            stats[k] += sums[rows].sum().float()
+            stats[len(names) + k] += tokens[rows].sum().float()
+        self._kl_stats.append(stats)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        out = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        names = sorted(self.teachers)
+        mode = "train" if self.model.training else "eval"
+        for stats in self._kl_stats:
+            total = self.accelerator.reduce(stats, reduction="sum")
+            for k, domain in enumerate(names):
+                tokens = float(total[len(names) + k])
+                if tokens > 0:
+                    self._metrics[mode][f"{domain}/kl"].append(float(total[k]) / tokens)
+                    self._metrics[mode][f"{domain}/kl_tokens"].append(tokens)
+        self._kl_stats.clear()
+        return out
