@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 _PYTHON_TAGS = frozenset({"python", "py", "python3", "py3"})
-# A fence opens with ``` (optionally indented) and an info string; closes with ``` alone.
-_OPEN = re.compile(r"[ \t]*```[ \t]*([^`]*)")
-_CLOSE = re.compile(r"[ \t]*```[ \t]*")
+# A fence opens with ``` (optionally indented) and an info string without backticks; closes
+# with ``` alone (a CRLF line end counts as blank). Matched with string operations: the equivalent regex backtracked
+# quadratically on a fence line of many spaces ending in a backtick.
+_FENCE = "```"
+_BLANKS = " \t"
 
 
 def extract_code(completion: str, allow_unfenced: bool = False) -> str | None:
@@ -39,15 +39,23 @@ def _fenced_blocks(text: str) -> tuple[list[tuple[str, str]], str | None]:
     tag, body = None, []
     for line in text.split("\n"):
         if tag is None:
-            opened = _OPEN.fullmatch(line)
-            if opened:
-                tag, body = _tag(opened.group(1)), []
-        elif _CLOSE.fullmatch(line):
+            info = _opening_info(line)
+            if info is not None:
+                tag, body = _tag(info), []
+        elif line.strip(_BLANKS + "\r") == _FENCE:
             blocks.append((tag, "".join(part + "\n" for part in body)))
             tag = None
         else:
             body.append(line)
     return blocks, ("\n".join(body) if tag is not None else None)
+
+
+def _opening_info(line: str) -> str | None:
+    """The info string of an opening fence line, or None when the line opens no fence."""
+    rest = line.lstrip(_BLANKS)
+    if not rest.startswith(_FENCE) or "`" in rest[len(_FENCE) :]:
+        return None
+    return rest[len(_FENCE) :]
 
 
 def _tag(info: str) -> str:

@@ -21,6 +21,8 @@ CASES = [
     ("def f():\n    return 1", True, "def f():\n    return 1"),
     ("", True, None),
     ("just prose, no code", False, None),
+    (f"{F}python\r\nprint(1)\r\n{F}\r\n", False, "print(1)\r\n"),  # CRLF line ends
+    (f"{F}{F}\nx = 1\n", False, None),  # a backtick in the info string opens nothing
 ]
 
 
@@ -29,11 +31,19 @@ def test_extract_code(completion, allow_unfenced, expected):
     assert extract_code(completion, allow_unfenced) == expected
 
 
-@pytest.mark.parametrize("unit", [f"{F}x\n", f"{F}\n", f"{F}python\nprint(1)\n"])
+@pytest.mark.parametrize(
+    "unit",
+    [
+        f"{F}x\n",
+        f"{F}\n",
+        f"{F}python\nprint(1)\n",
+        F + " " * 199_996 + "`",  # one fence line of blanks: the old regex was quadratic here
+    ],
+)
 def test_extraction_is_linear_on_hostile_fences(unit):
     import time
 
-    text = (unit * 200_000)[:200_000]
+    text = (unit * (200_000 // len(unit) + 1))[:200_000]
     start = time.monotonic()
     extract_code(text)
-    assert time.monotonic() - start < 2.0
+    assert time.monotonic() - start < 20.0  # quadratic would take minutes; linear, milliseconds
