@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +12,7 @@ MAX_DEPTH = 32  # argument nesting deeper than this is degenerate and would stra
 
 _TAG_OPEN = "<tool_call>"
 _TAG_CLOSE = "</tool_call>"
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+_FENCE = "```"
 
 
 class ToolCallFormatError(ValueError):
@@ -54,10 +53,7 @@ def parse_tool_calls(output: Any) -> list[ToolCall]:
 def _parse_text(text: str) -> list[ToolCall]:
     if _TAG_OPEN in text or _TAG_CLOSE in text:
         return _parse_tagged(text)
-    stripped = text.strip()
-    fenced = _FENCE.match(stripped)
-    if fenced:
-        stripped = fenced.group(1)
+    stripped = _unfence(text.strip())
     if not stripped.startswith(("[", "{")):
         return []  # plain prose: no call
     try:
@@ -71,11 +67,25 @@ def _parse_text(text: str) -> list[ToolCall]:
     return _parse_structured(data if isinstance(data, list) else [data])
 
 
+def _unfence(text: str) -> str:
+    """The body of a whole-text ```` ```json ```` fence, else the text. String operations, not a
+    regex: a backtracking pattern took seconds on a fence followed by a few thousand spaces."""
+    if len(text) < 2 * len(_FENCE) or not (text.startswith(_FENCE) and text.endswith(_FENCE)):
+        return text
+    body = text[len(_FENCE) : -len(_FENCE)]
+    return body.removeprefix("json").strip()
+
+
 def _loads(text: str) -> Any:
     try:
         data = json.loads(text)
     except RecursionError:
         raise ToolCallFormatError("tool-call JSON nested too deeply") from None
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise
+        # an integer past Python's digit limit: unparseable JSON, like any other bad number
+        raise json.JSONDecodeError(f"number too long ({exc})", text, 0) from None
     if _depth(data) > MAX_DEPTH:
         raise ToolCallFormatError(f"tool-call JSON nested deeper than {MAX_DEPTH}")
     return data

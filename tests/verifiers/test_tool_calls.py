@@ -122,7 +122,17 @@ SINGLE_CASES = [
     (tc("area", base=10, height=5) + tc("area", base=10, height=5), Status.WRONG),
     ("The area is 25.", Status.WRONG),
     ("<tool_call>{oops</tool_call>", Status.FORMAT_ERROR),
-]
+    # an integer past Python's 4300-digit limit is unparseable JSON, not a verifier crash
+    ('<tool_call>{"name": "area", "arguments": {"base": ' + "9" * 5000 + "}}</tool_call>",
+     Status.FORMAT_ERROR),
+    ('{"name": "area", "arguments": {"base": ' + "9" * 5000 + ', "height": 5}}',
+     Status.FORMAT_ERROR),
+    ('<tool_call>{"name": "area", "arguments": "{\\"base\\": ' + "9" * 5000 + '}"}</tool_call>',
+     Status.FORMAT_ERROR),
+    ("[" + "9" * 5000 + "]", Status.WRONG),  # a bare list of numbers is prose, not a call
+    ('```json\n{"name": "area", "arguments": {"base": 10, "height": 5}}\n```', Status.CORRECT),
+    ('```{"name": "area", "arguments": {"base": 10, "height": 5}}```', Status.CORRECT),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("completion", "status"), SINGLE_CASES)
@@ -220,6 +230,19 @@ def test_hostile_output_gives_verdict(junk: str) -> None:
     verdict = verify(junk, SINGLE, "tool_calls")
     assert verdict.status in (Status.WRONG, Status.FORMAT_ERROR)
     assert len(verdict.details) <= 500
+
+
+@pytest.mark.parametrize(
+    "junk",
+    ["```" + " " * 2000 + "x", "```json\n" + "\n" * 2000 + "x```y", "```" + " \n" * 1000 + "x"],
+)
+def test_fence_unwrapping_is_linear(junk: str) -> None:
+    import time
+
+    start = time.monotonic()
+    assert parse_tool_calls(junk) == []
+    # a backtracking fence regex took 30 s and more on these; linear parsing, microseconds
+    assert time.monotonic() - start < 5.0
 
 
 def test_completion_text_keeps_structured_calls() -> None:
