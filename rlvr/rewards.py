@@ -47,12 +47,15 @@ class ErrorBudget:
             )
         seen, errors = self.seen[domain], self.errors[domain]
         if seen >= self.min_samples and errors / seen > self.max_rate:
-            raise VerifierInfrastructureError(
+            message = (
                 f"{domain}: {errors}/{seen} verifications failed inside the verifier "
                 f"(rate {errors / seen:.1%} > trainer.max_infra_error_rate={self.max_rate}); "
                 f"last error: {bad[-1].details if bad else 'n/a'}. Fix the verifier or its backend "
                 "(e.g. sandbox) before training on these rewards."
             )
+            # Hydra reports an exception on stderr only; the run's log must say why it stopped
+            log.error("aborting: %s", message)
+            raise VerifierInfrastructureError(message)
 
 
 @dataclass
