@@ -94,6 +94,22 @@ EQUIVALENCE = [
     ("\\frac{\\sqrt{3}}{2}", "\\sin\\frac{\\pi}{3}", True),
     ("\\cot x", "\\cot x", True),
     ("\\tan x", "\\cot x", False),
+    # numbers with a base subscript: same digits in another base, or bare, are different
+    ("52_9", "52_9", True),
+    ("52_{9}", "52_9", True),
+    ("\\text{52}_{9}", "52_9", True),
+    ("\\text{52}_9", "52_{9}", True),
+    ("52_9", "52_8", False),
+    ("52_8", "52_9", False),
+    ("52_9", "52", False),
+    ("52", "52_9", False),
+    ("\\text{52}_{9}", "52", False),
+    ("47", "52_9", False),  # its decimal value is not the base-9 answer asked for
+    ("59_8", "59", False),  # 9 is no digit in base 8
+    ("\\text{AB}_{12}", "\\text{AB}_{12}", True),
+    ("\\text{BA}_{12}", "\\text{AB}_{12}", False),
+    ("52_{10}", "52", True),  # base ten is the plain number
+    ("x_1", "x_1", True),  # a variable with an index is not a based number
     # matrices
     ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix}1\\\\2\\end{pmatrix}", True),
     ("\\begin{pmatrix} 2 \\\\ 1 \\end{pmatrix}", "\\begin{pmatrix}1\\\\2\\end{pmatrix}", False),
@@ -129,12 +145,53 @@ EXTRACTION = [
     ("no final answer, just 41 and 42", None),
     ("", None),
     ("The answer is probably big", None),
+    # prose on the answer line: the answer inside it
+    ("Final Answer: The largest n is 34.", "34"),
+    ("Final Answer: The largest $n$ is 34.", "34"),
+    ("Final Answer: The final answer is $28 \\%$. I hope it is correct.", "28 \\%"),
+    ("Final Answer: The final answer is 7.78.", "7.78"),
+    ("Final Answer: Jane started growing Sphere 3 hours ago.", "3"),
+    ("Final Answer: The final answer is \\((-6, 10)\\). I hope it is correct.", "(-6, 10)"),
+    ('Final Answer: The final answer is "$12 $ and $13 $".', "12, 13"),
+    ("Answer: \\text{Monday}", "\\text{Monday}"),
+    ("Answer: Monday", "Monday"),  # prose that holds no narrower answer stays whole
+    # "Final Answer:" inside a line; the last marker of the line wins
+    ("... so the Final Answer: 12", "12"),
+    ("so $x=3$. Final Answer: The final answer is 3. Note: Final Answer: 5", "5"),
+    ("\\boxed{255} so far. Final Answer: The final answer is $10,455$.", "10,455"),
+    ("so then the answer: 7", None),  # mid-line, only "Final Answer:" counts
+    # several boxes written as one answer are one list; other text between them ends it
+    ("\\boxed{1}, \\boxed{2}", "1, 2"),
+    ("\\boxed{1} and \\boxed{2} and \\boxed{3}", "1, 2, 3"),
+    ("\\[ \\boxed{-2} \\quad \\text{and} \\quad \\boxed{1}. \\]", "-2, 1"),
+    ("$\\boxed{1}\\boxed{2}$", "1, 2"),
+    ("\\boxed{1} or \\boxed{2}", "1, 2"),
+    ("\\boxed{3}, no wait: \\boxed{4}", "4"),
+    ("\\boxed{1} papers and \\boxed{2} bins", "2"),
 ]
 
 
 @pytest.mark.parametrize(("completion", "expected"), EXTRACTION)
 def test_extraction(completion: str, expected: str | None) -> None:
     assert extract_answer(completion) == expected
+
+
+# several boxes as one set: (completion, gold, should grade correct)
+BOX_SETS = [
+    ("\\boxed{1}, \\boxed{2}", "1, 2", True),
+    ("\\boxed{1}, \\boxed{2}", "\\{1,2\\}", True),
+    ("\\boxed{2}, \\boxed{1}", "1, 2", True),  # a set: order does not matter
+    ("\\boxed{1}, \\boxed{2}", "2", False),  # listing candidates is not the answer
+    ("\\boxed{1}, \\boxed{2}", "1, 2, 3", False),
+    ("\\boxed{1,2}", "2", False),
+    ("\\boxed{(1, 2)}, \\boxed{(2, 1)}", "(2,1),(1,2)", True),
+    ("\\boxed{3}, no wait: \\boxed{4}", "4", True),
+]
+
+
+@pytest.mark.parametrize(("completion", "gold", "expected"), BOX_SETS)
+def test_boxes_as_one_set(completion: str, gold: str, expected: bool) -> None:
+    assert verify(completion, {"answer": gold}, "math").is_correct is expected
 
 
 def test_last_number_fallback_is_opt_in() -> None:
