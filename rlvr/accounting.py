@@ -22,12 +22,16 @@ def run_cost(run_dir: str | Path) -> dict[str, float] | None:
             total = float(compute["device_seconds"])
             rl_s = (data.get("rl") or {}).get("seconds")
             procs = float(compute.get("processes", 1))
-            return {
+            cost = {
                 "device_seconds": total,
                 "wall_s": float(compute.get("wall_s", total)),
                 # RL alone (no SFT warm start, no held-out evals): the paper's GPU-hours
                 "rl_device_seconds": procs * float(rl_s) if rl_s is not None else total,
             }
+            teacher_s = (data.get("rl") or {}).get("teacher_s")
+            if teacher_s is not None:  # distillation: its teachers' forwards, a part of the above
+                cost["teacher_device_seconds"] = procs * float(teacher_s)
+            return cost
     merge = folder / "merge.json"
     if merge.is_file():
         info = json.loads(merge.read_text())

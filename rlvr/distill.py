@@ -58,10 +58,10 @@ def teacher_kl(run: RunConfig, model_path: str, teachers: dict, data: dict) -> d
     """Held-out per-token KL(student || own teacher) per domain (rank 0, local teachers)."""
     from rlvr.models import load_model, load_tokenizer
     from rlvr.runs import barrier, is_main_process, local_device
-    from rlvr.teachers import LocalTeacher, heldout_kl
+    from rlvr.teachers import heldout_kl
 
     rows = [r for dd in data.values() for r in dd.heldout]
-    local = all(isinstance(t, LocalTeacher) for t in teachers.values())
+    local = all(getattr(t, "model", None) is not None for t in teachers.values())
     out: dict[str, Any] = {}
     if run.eval.in_run and rows and local and is_main_process():
         model = load_model(model_path, run.model).to(local_device())

@@ -23,7 +23,7 @@ from rlvr.config import ConfigError, RunConfig
 from rlvr.grpo import report_to, world_size
 from rlvr.models import model_init_kwargs
 from rlvr.runs import DataIdLog
-from rlvr.teachers import LocalTeacher, Teacher, completion_logprobs
+from rlvr.teachers import Teacher, completion_logprobs
 
 
 def distill_steps(run: RunConfig) -> int:
@@ -123,8 +123,8 @@ class RoutedDistillationTrainer(DistillationTrainer):
         super().__init__(*args, teacher_model=None, **kwargs)
         for teacher in {id(t): t for t in self.teachers.values()}.values():
             teacher.prepare(self.accelerator)
-        self._teacher_modules = {
-            id(t.model) for t in self.teachers.values() if isinstance(t, LocalTeacher)
+        self._teacher_modules = {  # local teachers' models, whose forwards are timed
+            id(model) for t in self.teachers.values() if (model := getattr(t, "model", None))
         }
         self.data_id_log = DataIdLog(Path(self.args.output_dir) / "data_ids.jsonl")
 

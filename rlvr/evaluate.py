@@ -76,7 +76,10 @@ def provenance(path: str) -> dict[str, Any]:
     summary = folder.parent / "summary.json"
     if folder.name == "final" and summary.is_file():
         info["run_dir"] = str(folder.parent)
-        info["domains"] = json.loads(summary.read_text()).get("domains", [])
+        facts = json.loads(summary.read_text())
+        info["domains"] = facts.get("domains", [])
+        if "distill" in facts:  # an MT-OPD student: its teachers, objective and held-out KL
+            info["distill"] = facts["distill"]
     return info
 
 
@@ -209,11 +212,11 @@ def study_dir(run: RunConfig) -> Path:
 def make_eval_scorer(run: RunConfig) -> Scorer:
     """The training scorer (same verifiers, options and reasoning format) with eval's pool size."""
     from rlvr.scoring import build_scorer
-    from rlvr.stages import verifier_options
+    from rlvr.stages import add_sandbox_options, verifier_options
     from verifiers import ReasoningFormat
 
     options = verifier_options(run)
-    options.setdefault("code", {}).setdefault("sandbox", run.sandbox.backend)
+    add_sandbox_options(run, options)  # code benchmarks run whatever the trained domains
     reasoning = ReasoningFormat(strip_think=run.algo.strip_think, format_gate=run.algo.format_gate)
     return build_scorer(reasoning, options, run.eval.workers, run.eval.timeout_s)
 

@@ -23,7 +23,8 @@ from rlvr.reporting.seeds import (
 )
 from tasks.schema import DOMAINS
 
-ROLES = ("base", "sft", "expert", "merge", "mixed", "other")
+ROLES = ("base", "sft", "expert", "merge", "mixed", "distill", "other")
+MT_OPD = "mt_opd"  # label stem of the study's multi-teacher distillation models
 Cell = Stat | float | int | str | None  # Stat: a score over seeds
 
 
@@ -59,6 +60,8 @@ def infer_role(label: str, info: Mapping[str, Any], overrides: Mapping[str, str]
     lowered = stem.lower()
     if lowered in ("base", "sft") or lowered.startswith("mixed"):
         return "mixed" if lowered.startswith("mixed") else lowered
+    if "distill" in info or lowered.startswith(MT_OPD):
+        return "distill"
     if "merge" in info or lowered in PRESETS:
         return "merge"
     domains = info.get("domains") or []
@@ -144,12 +147,14 @@ def main_table(results: Sequence[ModelResult], metric: str) -> Table:
 def merge_table(results: Sequence[ModelResult], metric: str) -> Table:
     benches = benchmark_order(results)
     domains = list(dict.fromkeys(d for d, _ in benches))
-    merges = [g for g in group_results(results) if g.role == "merge"]
+    # MT-OPD combines the same experts another way: a row beside the merges
+    merges = [g for g in group_results(results) if g.role in ("merge", "distill")]
     seeded = any(g.n >= 2 for g in merges)
     rows = []
     for g in merges:
         per = [g.stat(_at, benches, d, metric) for d in domains]
         method = (g.first.info.get("merge") or {}).get("mergekit_method", "")
+        method = "on-policy distillation" if g.role == "distill" else method
         n = (g.n,) if seeded else ()
         rows.append((g.label, method, *n, *per, g.stat(_at, benches, "avg", metric)))
     cols = ("merge", "mergekit method", *(("seeds",) if seeded else ()), *domains, "avg")
@@ -214,9 +219,10 @@ def cost_table(
     for label, path in {**runs, **merges}.items():
         cost = run_cost(path) or {}
         costs = (cost.get("device_seconds"), cost.get("rl_device_seconds"))
-        rows.append((label, role.get(label, "other"), *costs))
+        rows.append((label, role.get(label, "other"), *costs, cost.get("teacher_device_seconds")))
     experts = [label for label in runs if role.get(label) == "expert"]
     mixed = [label for label in runs if role.get(label) == "mixed"]
+    distilled = [label for label in runs if role.get(label) == "distill"]
     merge_groups = [g for g in group_results(results) if set(g.labels) & set(merges)]
     best, _ = _best(merge_groups, benchmark_order(results), "avg", metric)
     merge_used = [label for label in (best.labels if best else ()) if label in merges]
@@ -225,10 +231,14 @@ def cost_table(
     keys = ("device_seconds", "rl_device_seconds")
     ratios = [together[k] / separate[k] if mixed and separate[k] > 0 else None for k in keys]
     rows += [
-        ("separate (experts + merge)", "total", *(separate[k] for k in keys)),
-        ("mixed (total)", "total", *(together[k] for k in keys)),
-        ("mixed / separate", "ratio", *ratios),
+        ("separate (experts + merge)", "total", *(separate[k] for k in keys), None),
+        ("mixed (total)", "total", *(together[k] for k in keys), None),
+        ("mixed / separate", "ratio", *ratios, None),
     ]
+    if distilled:  # MT-OPD pays for the experts too, then for its own run
+        opd = sum_compute([*(runs[x] for x in experts), *(runs[x] for x in distilled)])
+        teacher = sum((run_cost(runs[x]) or {}).get("teacher_device_seconds", 0) for x in distilled)
+        rows.append(("mt-opd (experts + distillation)", "total", *(opd[k] for k in keys), teacher))
     merge_note = ""
     if best is not None:
         merge_note = f" + merge {merge_used[0] if len(merge_used) == 1 else best.label}"
@@ -238,9 +248,10 @@ def cost_table(
         f"seeds summed: {seed_summary([*experts, *merge_used])} in the separate arm, "
         f"{seed_summary(mixed)} in the mixed arm ({len(mixed)} run(s))",
         "device-seconds = processes x wall seconds from each run's summary.json; "
-        "rl_device_seconds counts the RL steps only (no SFT warm start, no held-out evals)",
+        "rl_device_seconds counts the RL steps only (no SFT warm start, no held-out evals); "
+        "teacher_device_seconds: distillation's teacher forwards, inside its RL seconds",
     )
-    cols = ("run", "role", "device_seconds", "rl_device_seconds")
+    cols = ("run", "role", "device_seconds", "rl_device_seconds", "teacher_device_seconds")
     return Table("cost_table", "Compute (device-seconds)", cols, tuple(rows), notes)
 
 

@@ -3,3 +3,5 @@
 python -m rlvr.study experiment=tiny_study            # SFT -> experts -> mixed -> merges -> eval -> report
 python -m rlvr.study experiment=m2rl_study study.dry_run=true
 """
+
+from rlvr.study import mt_opd  # noqa: E402,F401  (registers the optional stage by name)

@@ -1,0 +1,41 @@
+"""MT-OPD as an optional study stage (``study.stages=[mt_opd]``): after a seed's experts, the
+SFT model is distilled on the mixed prompts with each domain's expert as that domain's teacher."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rlvr.study.plan import (
+    ModelRef,
+    PlanContext,
+    Stage,
+    _domain_option,
+    _training_stage,
+    quote,
+    register_optional_stage,
+)
+
+
+def mt_opd_stages(ctx: PlanContext) -> tuple[list[Stage], list[ModelRef]]:
+    """One ``rlvr.distill`` stage per seed; its model is evaluated like every other."""
+    run = ctx.run
+    steps = run.distill.max_steps if run.distill.max_steps is not None else run.trainer.max_steps
+    stages, models = [], []
+    for seed in run.study.seeds:
+        experts = {d: ctx.experts[(d, seed)] for d in run.study.domains}
+        name, out = f"mt_opd-seed{seed}", ctx.root / "mt_opd" / f"seed{seed}"
+        overrides = [
+            _domain_option(run, run.study.domains),
+            f"init_from={quote(ctx.sft.path)}",
+            f"trainer.seed={seed}",
+            "resume=true",
+            *(f"++distill.teachers.{d}={quote(e.path)}" for d, e in experts.items()),
+        ]
+        deps = [s for s in (ctx.sft.stage, *(e.stage for e in experts.values())) if s]
+        stage = _training_stage(run, name, "distill", "rlvr.distill", out, overrides, deps)
+        stages.append(replace(stage, total_steps=steps))
+        models.append(ModelRef(name, str(out / "final"), name))
+    return stages, models
+
+
+register_optional_stage("mt_opd", mt_opd_stages)

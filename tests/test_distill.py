@@ -1,0 +1,250 @@
+"""Multi-teacher on-policy distillation: teacher checks, per-row routing, KL, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from hydra import compose, initialize_config_dir
+
+from rlvr.cli import CONF_DIR, register_resolvers
+from rlvr.config import ConfigError, RunConfig, register_configs, to_config
+from rlvr.tiny_model import TinyModelSpec, ensure_tiny_model
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+         "num_key_value_heads": 1, "intermediate_size": 64}  # fmt: skip
+
+
+def compose_run(*overrides: str) -> RunConfig:
+    register_configs()
+    register_resolvers()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose("train", overrides=["run_name=test", *overrides])
+    return to_config(cfg)
+
+
+def small_model(cache: Path, seed: int) -> Path:
+    return ensure_tiny_model(cache / "models", TinyModelSpec(**SMALL, seed=seed))
+
+
+def test_a_domain_without_a_teacher_fails_naming_it(tmp_path):
+    teacher = small_model(tmp_path, 1)
+    with pytest.raises(ConfigError, match="domain\\(s\\) science"):
+        compose_run("stage=distill", "domains=[math,science]", f"+distill.teachers.math={teacher}")
+    with pytest.raises(ConfigError, match="distill.teachers.math"):
+        compose_run("stage=distill", f"+distill.teachers.math={tmp_path / 'missing'}")
+    run = compose_run("stage=distill", f"+distill.teachers.math={teacher}")
+    assert run.distill.teachers == {"math": str(teacher)}
+
+
+def test_a_teacher_with_another_tokenizer_fails_naming_its_domain(tmp_path):
+    from transformers import AutoTokenizer
+
+    from rlvr.teachers import check_teachers
+
+    student, teacher = small_model(tmp_path, 0), small_model(tmp_path, 1)
+    other = tmp_path / "other-tokenizer"
+    tok = AutoTokenizer.from_pretrained(teacher)
+    tok.add_tokens(["<only-here>"])
+    tok.save_pretrained(other)
+    (other / "config.json").write_text((teacher / "config.json").read_text())
+    run = compose_run(
+        "stage=distill", "domains=[math,science]",
+        f"+distill.teachers.math={teacher}", f"+distill.teachers.science={other}",
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="distill.teachers.science.*another tokenizer"):
+        check_teachers(run, str(student))
+
+
+class RecordingTeacher:
+    """A real teacher model whose backbone records every row it is asked to score."""
+
+    def __init__(self, path: Path, run: RunConfig) -> None:
+        from rlvr.models import load_model
+        from rlvr.teachers import LocalTeacher
+
+        self.rows: list[list[int]] = []
+        self.inner = LocalTeacher(load_model(str(path), run.model))
+        self.inner.model.get_decoder().register_forward_pre_hook(self._record, with_kwargs=True)
+
+    def _record(self, module, args, kwargs):
+        self.rows += kwargs["input_ids"].tolist()
+
+    @property
+    def model(self):
+        return self.inner.model
+
+    def prepare(self, accelerator) -> None:
+        self.inner.prepare(accelerator)
+
+    def token_logprobs(self, batch, temperature):
+        return self.inner.token_logprobs(batch, temperature)
+
+
+@pytest.mark.parametrize(
+    "objective", ["sampled_token", pytest.param("full_vocab", marks=pytest.mark.slow)]
+)
+def test_each_row_is_scored_only_by_its_own_domains_teacher(objective, tmp_path):
+    """A mixed math+science batch: each teacher sees only its domain's rows, every row once."""
+    from rlvr import stages
+    from rlvr.distill import distill_student
+    from rlvr.models import load_tokenizer
+
+    student = small_model(tmp_path, 0)
+    paths = {"math": small_model(tmp_path, 1), "science": small_model(tmp_path, 2)}
+    run = compose_run(
+        "domains=[math,science]", "logger=none", "sft=none", "mixture.train_size=16",
+        "mixture.heldout_size=0", "distill.prompts_per_step=4", "distill.samples_per_prompt=2",
+        "distill.max_completion_length=4", f"distill.objective={objective}",
+        "trainer.max_steps=3", "trainer.save_steps=0", "trainer.verifier_workers=1",
+        *(f"+distill.teachers.{d}={p}" for d, p in paths.items()),
+    )  # fmt: skip
+    data = stages.domain_data(run)
+    teachers = {d: RecordingTeacher(p, run) for d, p in paths.items()}
+    tok = load_tokenizer(str(student), run.model)
+    prompts = {}
+    for d, dd in data.items():
+        for row in dd.train:
+            text = tok.apply_chat_template(
+                row["prompt"], add_generation_prompt=True, tokenize=False
+            )
+            prompts[tuple(tok(text, add_special_tokens=False)["input_ids"])] = d
+
+    def domain_of(ids: list[int]) -> str:
+        start = next(i for i, t in enumerate(ids) if t != tok.pad_token_id)
+        (found,) = [d for p, d in prompts.items() if tuple(ids[start : start + len(p)]) == p]
+        return found
+
+    _, facts = distill_student(
+        run, str(student), teachers, data, stages.make_scorer(run), tmp_path / "run"
+    )
+    assert facts["steps"] == 3 and facts["teacher_s"] > 0
+    for domain, teacher in teachers.items():
+        assert teacher.rows, f"the {domain} teacher scored nothing"
+        assert {domain_of(r) for r in teacher.rows} == {domain}
+    scored = len(teachers["math"].rows) + len(teachers["science"].rows)
+    assert scored == 3 * 4 * 2  # every completion scored once, by one teacher
+    logs = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    mixed = [m for m in logs if "math/kl" in m and "science/kl" in m]
+    assert mixed, "no step held rows of both domains"
+    assert all(m["math/count"] + m["science/count"] == 8 for m in mixed)
+    assert all(m["time/teacher_s"] > 0 for m in mixed)
+
+
+def run_distill(out: Path, cache: Path, *overrides: str) -> subprocess.Popen:
+    env = {**os.environ, "RLVR_CACHE": str(cache), "OMP_NUM_THREADS": "1",
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "disabled"}  # fmt: skip
+    log = (out.parent / f"{out.name}.log").open("a")
+    cmd = [sys.executable, "-m", "rlvr.distill", "experiment=smoke", "logger=none", "sft=none",
+           "trainer.verifier_workers=1", f"paths.output_root={out}", *overrides]  # fmt: skip
+    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)  # fmt: skip
+
+
+def finished(proc: subprocess.Popen, out: Path, timeout: float = 900) -> Path:
+    code = proc.wait(timeout=timeout)
+    assert code == 0, (out.parent / f"{out.name}.log").read_text()[-3000:]
+    (summary,) = out.glob("*/*/summary.json")
+    return summary.parent
+
+
+@pytest.mark.slow
+def test_distillation_halves_the_heldout_kl_to_its_teacher(tmp_path, sft_checkpoint, rlvr_cache):
+    """The SFT model distilled toward the untrained tiny model: held-out per-token
+    KL(student || teacher) over completions the student samples, before and after."""
+    teacher = ensure_tiny_model(rlvr_cache / "models")
+    out = tmp_path / "runs"
+    folder = finished(
+        run_distill(
+            out,
+            rlvr_cache,
+            f"init_from={sft_checkpoint}",
+            f"+distill.teachers.math={teacher}",
+            "trainer.max_steps=8",
+            "trainer.save_steps=0",
+            "distill.learning_rate=1e-3",
+            "distill.max_completion_length=24",
+            "mixture.heldout_size=8",
+            "eval.k=4",
+            "eval.greedy=false",
+            "eval.max_new_tokens=24",
+        ),  # fmt: skip
+        out,
+    )
+    summary = json.loads((folder / "summary.json").read_text())
+    kl = summary["distill"]["heldout_kl"]
+    before, after = kl["start"]["math"]["kl"], kl["distilled"]["math"]["kl"]
+    assert kl["start"]["math"]["prompts"] == 8 and kl["start"]["math"]["tokens"] > 0
+    assert after <= 0.5 * before, (before, after)
+    assert summary["rl"]["steps"] == 8 and summary["rl"]["teacher_s"] > 0
+    assert set(summary["heldout"]) == {"start", "distilled"}
+
+
+def data_ids(folder: Path) -> dict[int, list[str]]:
+    lines = (folder / "checkpoints" / "data_ids.jsonl").read_text().splitlines()
+    return {r["step"]: r["ids"] for r in map(json.loads, lines)}
+
+
+def wait_for_checkpoint(out: Path, step: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the run ended before it could be killed"
+        for state in out.glob(f"*/*/checkpoints/checkpoint-{step}/trainer_state.json"):
+            try:
+                json.loads(state.read_text())
+                return
+            except ValueError:
+                continue  # still being written
+        time.sleep(0.05)
+    raise AssertionError(f"no checkpoint-{step} within the deadline")
+
+
+@pytest.mark.slow
+def test_a_killed_distillation_resumes_with_the_same_steps_data_and_weights(
+    tmp_path, sft_checkpoint, rlvr_cache
+):
+    from safetensors.torch import load_file
+
+    student = ensure_tiny_model(rlvr_cache / "models")
+    overrides = [
+        f"init_from={student}", f"+distill.teachers.math={sft_checkpoint}",
+        "domains=[math,science]", f"+distill.teachers.science={sft_checkpoint}",
+        "mixture=weighted", "mixture.train_size=6", "mixture.heldout_size=0",
+        "distill.prompts_per_step=2", "distill.samples_per_prompt=2",
+        "distill.max_completion_length=6", "distill.learning_rate=1e-3",
+        "trainer.max_steps=6", "trainer.save_steps=2", "trainer.save_total_limit=10",
+    ]  # fmt: skip
+    straight_out, broken_out = tmp_path / "straight", tmp_path / "broken"
+    straight = finished(run_distill(straight_out, rlvr_cache, *overrides), straight_out)
+    expected = data_ids(straight)
+    assert sorted(expected) == list(range(1, 7))
+
+    proc = run_distill(broken_out, rlvr_cache, *overrides)
+    wait_for_checkpoint(broken_out, 4, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    (config,) = broken_out.glob("*/*/config.yaml")
+    assert not (config.parent / "final").exists(), "the killed run must not have finished"
+    before = data_ids(config.parent)
+    resumed = finished(run_distill(broken_out, rlvr_cache, *overrides, "resume=true"), broken_out)
+    assert resumed == config.parent
+    lines = (resumed / "checkpoints" / "data_ids.jsonl").read_text().splitlines()
+    after = [json.loads(x) for x in lines][len(before) :]
+    done = min(r["step"] for r in after) - 1
+    assert done >= 4 and [r["step"] for r in after] == list(range(done + 1, 7))
+    stitched = {s: ids for s, ids in before.items() if s <= done}
+    stitched.update({r["step"]: r["ids"] for r in after})
+    assert stitched == expected
+
+    a, b = (load_file(str(f / "final" / "model.safetensors")) for f in (straight, resumed))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    start = load_file(str(Path(student) / "model.safetensors"))
+    assert any(not torch.equal(start[k], a[k]) for k in a if k in start), "no update happened"
