@@ -44,8 +44,19 @@ def verifier_options(run: RunConfig) -> dict[str, dict[str, Any]]:
         for name, opts in dc.verifier_options.items():
             options.setdefault(name, {}).update(opts)
     if "code" in run.domains:
-        options.setdefault("code", {}).setdefault("sandbox", run.sandbox.backend)
+        add_sandbox_options(run, options)
     return options
+
+
+def add_sandbox_options(run: RunConfig, options: dict[str, dict[str, Any]]) -> None:
+    """The ``sandbox`` group's settings for the code verifier, unless a domain sets its own."""
+    import os
+
+    code = options.setdefault("code", {})
+    code.setdefault("sandbox", run.sandbox.backend)
+    code.setdefault("workers", max(1, min(os.cpu_count() or 1, run.sandbox.max_workers)))
+    code.setdefault("memory_mb", run.sandbox.memory_mb)
+    code.setdefault("sample_time_limit_s", run.sandbox.time_limit_s)
 
 
 def make_scorer(run: RunConfig) -> Scorer:

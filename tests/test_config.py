@@ -264,3 +264,17 @@ def test_heldout_prompts_come_from_eval_seed_not_the_training_seed(tmp_path):
     assert held0 and held0 == held1
     assert train0 != train1
     assert held_other_eval != held0
+
+
+def test_sandbox_group_settings_reach_the_code_verifier(tmp_path):
+    from rlvr.stages import verifier_options
+    from verifiers.registry import get_verifier
+
+    run = compose_run(
+        "domains=[code]", "sandbox=rlimit", "sandbox.memory_mb=512", "sandbox.time_limit_s=3",
+        "sandbox.max_workers=1", outputs=tmp_path,
+    )  # fmt: skip
+    code = verifier_options(run)["code"]
+    assert code == {"sandbox": "rlimit", "workers": 1, "memory_mb": 512, "sample_time_limit_s": 3}
+    verifier = get_verifier("code", **code)  # every key is one the code verifier takes
+    assert verifier.memory_mb == 512 and verifier.sample_time_limit_s == 3
