@@ -76,7 +76,10 @@ def provenance(path: str) -> dict[str, Any]:
     summary = folder.parent / "summary.json"
     if folder.name == "final" and summary.is_file():
         info["run_dir"] = str(folder.parent)
-        info["domains"] = json.loads(summary.read_text()).get("domains", [])
+        facts = json.loads(summary.read_text())
+        info["domains"] = facts.get("domains", [])
+        if "distill" in facts:  # an MT-OPD student: its teachers, objective and held-out KL
+            info["distill"] = facts["distill"]
     return info
 
 
