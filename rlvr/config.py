@@ -208,6 +208,22 @@ class ReportConfig:
 
 
 @dataclass
+class AnalyzeConfig:
+    """``python -m rlvr.analyze``: the paper's analyses of a study's models (``rlvr/analysis/``)."""
+
+    study_dir: str | None = None  # None: <paths.output_root>/<experiment>
+    analyses: list[str] = field(default_factory=lambda: ["footprint", "geometry"])
+    base: str | None = None  # the SFT model; None: <study>/sft/final
+    models: list[str] = field(default_factory=list)  # label=path; empty: the study's models
+    out_dir: str | None = None  # None: <study>/analysis
+    eta: float = 1e-3  # changed: |w - w_sft| > eta * max(|w|, |w_sft|) (the paper's bf16 rule)
+    projection_dim: int = 256
+    seed: int = 0  # of the random projection
+    chunk_elements: int = 1 << 21  # elements per tensor slice read from each model
+    mapped_mb: int = 256  # a weight file is re-opened after this much was read through its map
+
+
+@dataclass
 class LoggerConfig:
     name: str = "wandb"  # wandb | none
     project: str = "rlvr"
@@ -274,6 +290,7 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     merge: MergeConfig = field(default_factory=MergeConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    analyze: AnalyzeConfig = field(default_factory=AnalyzeConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)

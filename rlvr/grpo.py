@@ -10,7 +10,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from rlvr.config import ConfigError, RunConfig
 from rlvr.models import model_init_kwargs
-from rlvr.runs import DataIdLog
+from rlvr.runs import DataIdLog, use_cpu
 
 
 def world_size() -> int:
@@ -52,7 +52,7 @@ def build_grpo_config(run: RunConfig, output_dir: Path) -> GRPOConfig:
         gradient_accumulation_steps=t.gradient_accumulation_steps,
         gradient_checkpointing=t.gradient_checkpointing,
         bf16=t.bf16,
-        use_cpu=t.use_cpu,
+        use_cpu=use_cpu(t.use_cpu),
         dataloader_num_workers=t.dataloader_num_workers,
         learning_rate=a.learning_rate,
         lr_scheduler_type=a.lr_scheduler_type,

@@ -39,6 +39,17 @@ def local_device():
     return torch.device("cpu")
 
 
+def use_cpu(configured: bool) -> bool:
+    """The Trainer's ``use_cpu``: as configured, and forced on for several processes without
+    a GPU. ``accelerate launch`` with FSDP does not export ``ACCELERATE_USE_CPU``, and with
+    ``use_cpu=False`` on a CPU-only host the Trainer drops to one independent, unsharded run
+    per rank (each training on the same batches and writing the same files)."""
+    import torch
+
+    several = int(os.environ.get("WORLD_SIZE", "1")) > 1
+    return configured or (several and not torch.cuda.is_available())
+
+
 def prepare_run_dir(run: RunConfig, run_dir: Path) -> Path:
     """Create the run folder and write the resolved config (rank 0)."""
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
     from rlvr.grpo import report_to
     from rlvr.models import load_tokenizer, model_init_kwargs
     from rlvr.rewards import StepTimer
-    from rlvr.runs import MetricsFileCallback, barrier, is_main_process
+    from rlvr.runs import MetricsFileCallback, barrier, is_main_process, use_cpu
 
     final = out_dir / "final"
     if (final / "config.json").exists():
@@ -59,7 +59,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         save_strategy="no",
         bf16=run.trainer.bf16,
         gradient_checkpointing=run.trainer.gradient_checkpointing,
-        use_cpu=run.trainer.use_cpu,
+        use_cpu=use_cpu(run.trainer.use_cpu),
         model_init_kwargs=model_init_kwargs(run.model),
         dataloader_num_workers=0,
     )

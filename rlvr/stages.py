@@ -184,11 +184,14 @@ def grpo(
         **trainer_kwargs(dataset["environment"]),  # agent rows: TRL's environment_factory
     )
     trainer_ref["trainer"] = trainer
+    # read now: the trainer resets accelerate's state when it finishes
+    parallel = trainer.accelerator.distributed_type.value
     trainer.train(resume_from_checkpoint=_resume_checkpoint(run, run_dir))
     final = run_dir / "final"
     _save_final(trainer, final, run)
     facts = {
         "steps": trainer.state.global_step,
+        "distributed_type": parallel,  # NO, MULTI_CPU (data parallel over gloo), FSDP, ...
         "seconds": time.perf_counter() - started,
         "generation_s": trainer.generation_seconds,
         "reward_s": timer.reward_s,

@@ -1,0 +1,71 @@
+"""What an analysis leaves: its tables (Markdown + CSV) and figures, an index page, and W&B.
+
+``<study>/analysis/`` holds ``<table>.{md,csv}``, ``<analysis>.png`` and ``analysis.md`` (every
+table and figure, in the order analysed); the report links and includes them when present.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlvr.config import RunConfig
+from rlvr.reporting.tables import Table, flat_rows, to_markdown, write_table
+
+INDEX = "analysis.md"
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str  # the analysis
+    tables: tuple[Table, ...]
+    images: tuple[Path, ...]
+
+
+def write_outputs(outputs: Sequence[Output], folder: Path, note: str = "") -> Path:
+    """Every table as Markdown and CSV, then the index page that shows them all."""
+    parts = ["# Analyses of the study's weights", ""] + ([note, ""] if note else [])
+    for out in outputs:
+        parts.append(f"## {out.name}")
+        for table in out.tables:
+            write_table(table, folder)
+            parts.append(to_markdown(table))
+        parts += [f"![{p.stem}]({p.name})" for p in out.images] + [""]
+    index = folder / INDEX
+    index.write_text("\n".join(parts))
+    return index
+
+
+def report_section(study: Path) -> list[str]:
+    """The analyses' index, for the report's page (figures linked from ``<study>/report``)."""
+    index = study / "analysis" / INDEX
+    if not index.is_file():
+        return []
+    text = index.read_text().replace("](", "](../analysis/").replace("\n# ", "\n## ", 1)
+    body = text.split("\n", 1)[1] if text.startswith("# ") else text
+    return ["## Analyses ([all tables](../analysis/analysis.md))", body]
+
+
+def log_to_wandb(run: RunConfig, outputs: Sequence[Output], folder: Path) -> None:
+    """Tables and figures to W&B (offline unless asked otherwise); no-op when tracking is off."""
+    if run.logger.name != "wandb" or "disabled" in (run.logger.mode, os.environ.get("WANDB_MODE")):
+        return
+    import wandb
+
+    online = run.logger.mode == "online" and os.environ.get("WANDB_API_KEY")
+    with wandb.init(
+        project=run.logger.project,
+        entity=run.logger.entity,
+        mode=run.logger.mode if online or run.logger.mode != "online" else "offline",
+        dir=str(folder),
+        group=run.experiment,
+        name=f"{run.experiment}-analyze",
+        job_type="analyze",
+    ) as wb:
+        for out in outputs:
+            for t in out.tables:
+                columns, data = flat_rows(t)
+                wb.log({f"analysis/{t.name}": wandb.Table(columns=[*columns], data=data)})
+            wb.log({f"analysis/{p.stem}": wandb.Image(str(p)) for p in out.images})

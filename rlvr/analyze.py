@@ -1,0 +1,56 @@
+"""The paper's analyses of a study's models: update footprints and task-vector geometry.
+
+python -m rlvr.analyze experiment=tiny_study                 # reads outputs/tiny_study/
+python -m rlvr.analyze analyze.study_dir=<study> 'analyze.analyses=[geometry]'
+python -m rlvr.analyze analyze.base=<sft> 'analyze.models=[math=<run>/final,code=<run>/final]'
+
+Every model is compared with the SFT model in one streaming pass over the weights; each
+analysis writes its tables (Markdown + CSV) and its figure (PNG) into ``<study>/analysis/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from rlvr.analysis import inventory, outputs, registry
+from rlvr.config import RunConfig
+
+log = logging.getLogger(__name__)
+
+
+def study_folder(run: RunConfig) -> Path:
+    return Path(run.analyze.study_dir or Path(run.paths.output_root) / run.experiment)
+
+
+def analyze(run: RunConfig, run_dir: Path | None = None) -> list[outputs.Output]:
+    c = run.analyze
+    registry.check(c)
+    study = study_folder(run)
+    sft, models = inventory.resolve(study, c.base, c.models)
+    log.info("analysing %d models against %s: %s", len(models), sft, [m.label for m in models])
+    analyses = registry.build(c, models)
+    start = time.perf_counter()
+    params = registry.weight_pass(analyses, sft, models, c.chunk_elements, c.mapped_mb)
+    wall = time.perf_counter() - start
+    folder = Path(c.out_dir) if c.out_dir else study / "analysis"
+    results = [a.write(folder) for a in analyses]
+    note = (
+        f"{len(models)} models against the SFT model `{sft}`; {params:,} parameters each, "
+        f"read in {wall:.1f} s"
+    )
+    index = outputs.write_outputs(results, folder, note)
+    outputs.log_to_wandb(run, results, folder)
+    log.info("analyses written to %s (%s)", folder, index.name)
+    return results
+
+
+def main() -> None:
+    from rlvr.cli import hydra_entry
+
+    hydra_entry("analyze", analyze)
+
+
+if __name__ == "__main__":
+    main()
