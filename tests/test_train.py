@@ -88,30 +88,3 @@ def test_bad_input_fails_fast_with_the_valid_choices(tmp_path, rlvr_cache, overr
     output = result.stdout + result.stderr
     assert expected in output, output[-2000:]
     assert not (tmp_path / "smoke").exists() or not any((tmp_path / "smoke").rglob("final"))
-
-
-@pytest.mark.slow
-def test_fsdp2_two_cpu_processes(tmp_path, rlvr_cache, sft_checkpoint):
-    """accelerate launch with 2 real processes (gloo) sharding the tiny model with FSDP2."""
-    launcher = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--config_file",
-        str(REPO / "conf/accelerate/cpu_fsdp2.yaml"),
-    ]
-    result = run_cli(
-        ["experiment=smoke", *QUICK], tmp_path, rlvr_cache, launcher=launcher, timeout=900
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    run = only_run_dir(tmp_path)
-    summary = json.loads((run / "summary.json").read_text())
-    assert summary["compute"]["processes"] == 2 and summary["rl"]["steps"] == 2
-    sft, final = weights(sft_checkpoint), weights(run / "final")
-    assert any(not torch.equal(sft[k], final[k]) for k in sft)
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(run / "final")  # the gathered checkpoint loads
-    assert all(torch.isfinite(p).all() for p in model.parameters())
-    checkpoint = run / "checkpoints" / "checkpoint-2"
-    assert (checkpoint / "trainer_state.json").exists()
