@@ -17,8 +17,9 @@ from pathlib import Path
 
 SERVER_SCRIPT = Path(__file__).with_name("forkserver.py")
 TMPFS_BYTES = 256 << 20  # private /tmp per worker (namespaced backends)
-CHILD_UID_BASE = 61000  # per-worker uid of the executed code when we start as root
-SERVER_UID_BASE = 62000  # per-worker uid of the fork server itself (nsjail)
+# A worker's uids are base + its slot (uid_slots.py): distinct across every process on the host.
+CHILD_UID_BASE = 61000  # uid of the executed code when we start as root
+SERVER_UID_BASE = 62000  # uid of the fork server itself (nsjail)
 BASE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 
@@ -121,13 +122,13 @@ def nsjail_path() -> str:
         raise BackendUnavailable(f"nsjail: {exc}") from None
 
 
-def launch_nsjail(index: int) -> Launch:
+def launch_nsjail(slot: int) -> Launch:
     cfg = {"tmp_root": "/tmp", "pid_namespace": True, "seccomp": True, "parent_death_signal": True}
     ids: list[str] = []
     if (
         can_drop_uid()
     ):  # server = ns root (keeps caps to setuid), code = ns uid 1; both unprivileged outside
-        server, child = SERVER_UID_BASE + index, CHILD_UID_BASE + index
+        server, child = SERVER_UID_BASE + slot, CHILD_UID_BASE + slot
         for flag in ("-u", "-g"):
             ids += [flag, f"0:{server}:1", flag, f"1:{child}:1"]
         ids.append("--keep_caps")
@@ -140,7 +141,7 @@ def launch_nsjail(index: int) -> Launch:
     return Launch(argv, cfg)
 
 
-def launch_bwrap(index: int) -> Launch:
+def launch_bwrap(slot: int) -> Launch:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise BackendUnavailable("bwrap: not installed (Debian/Ubuntu: apt-get install bubblewrap)")
@@ -151,7 +152,7 @@ def launch_bwrap(index: int) -> Launch:
             "--unshare-all", "--new-session", "--clearenv", *env_args,
             "--", *server_argv(cfg)]  # fmt: skip
     # As root, start bwrap itself as a spare uid: the jail is then unprivileged inside and out.
-    return Launch(argv, cfg, user=CHILD_UID_BASE + index if can_drop_uid() else None)
+    return Launch(argv, cfg, user=CHILD_UID_BASE + slot if can_drop_uid() else None)
 
 
 # Runs inside the new mount namespace: make every mount read-only, then a private /tmp.
@@ -163,14 +164,14 @@ _UNSHARE_SETUP = (
 )
 
 
-def launch_unshare(index: int) -> Launch:
+def launch_unshare(slot: int) -> Launch:
     unshare = shutil.which("unshare")
     if unshare is None:
         raise BackendUnavailable("unshare: not installed (Debian/Ubuntu: util-linux)")
     cfg = {"tmp_root": "/tmp", "pid_namespace": True, "seccomp": True, "parent_death_signal": True}
     user_ns: list[str] = []
     if can_drop_uid():
-        cfg["child_uid"] = CHILD_UID_BASE + index
+        cfg["child_uid"] = CHILD_UID_BASE + slot
     elif not _is_root():
         user_ns = ["--user", "--map-root-user"]
     argv = [unshare, *user_ns, "--mount", "--net", "--pid", "--ipc", "--uts", "--fork",
@@ -179,20 +180,20 @@ def launch_unshare(index: int) -> Launch:
     return Launch(argv, cfg)
 
 
-def launch_rlimit(index: int) -> Launch:
+def launch_rlimit(slot: int) -> Launch:
     host_tmp = tempfile.mkdtemp(prefix="rlvr-sandbox-")
     os.chmod(host_tmp, 0o711)  # the code's uid may enter its own run dir, not list others
     cfg = {"tmp_root": host_tmp, "pid_namespace": False, "seccomp": True,
            "allow_unix_sockets": False, "parent_death_signal": False}  # fmt: skip
     if can_drop_uid():
-        cfg["child_uid"] = CHILD_UID_BASE + index
+        cfg["child_uid"] = CHILD_UID_BASE + slot
     return Launch(server_argv(cfg), cfg, host_tmp=host_tmp)
 
 
 @dataclass(frozen=True)
 class Backend:
     name: str
-    launch: Callable[[int], Launch]
+    launch: Callable[[int], Launch]  # uid slot -> how to start one worker
     isolation: str  # one line: what this backend isolates, for logs and errors
 
 

@@ -15,7 +15,8 @@ import subprocess
 import threading
 import time
 
-from verifiers.sandbox.backends import Backend, Launch
+from verifiers.sandbox import uid_slots
+from verifiers.sandbox.backends import Backend, Launch, can_drop_uid
 from verifiers.sandbox.forkserver import MAX_FRAME, write_frame
 from verifiers.sandbox.limits import CRASHED, INFRA_ERROR, ExecResult, Limits
 
@@ -50,23 +51,30 @@ class Worker:
         self.backend, self.index = backend, index
         self._proc: subprocess.Popen[bytes] | None = None
         self._launch: Launch | None = None
+        self._slot: uid_slots.UidSlot | None = None
         self.start()
 
     def start(self) -> None:
         self._preludes: set[str] = set()  # prelude keys this server has run
-        self._launch = launch = self.backend.launch(self.index)
-        self._proc = subprocess.Popen(
-            launch.argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=launch.env,
-            start_new_session=True,  # its own process group: one killpg ends the jail
-            user=launch.user,
-            group=launch.user,
-            extra_groups=[] if launch.user is not None else None,
-            cwd="/",
-        )
+        # As root the code runs as a spare uid: lease one no other worker on the host uses.
+        self._slot = uid_slots.lease() if can_drop_uid() else None
+        try:
+            self._launch = launch = self.backend.launch(self._slot.number if self._slot else 0)
+            self._proc = subprocess.Popen(
+                launch.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=launch.env,
+                start_new_session=True,  # its own process group: one killpg ends the jail
+                user=launch.user,
+                group=launch.user,
+                extra_groups=[] if launch.user is not None else None,
+                cwd="/",
+            )
+        except BaseException:
+            self.stop()  # frees the slot
+            raise
         try:
             hello = self._read_reply(START_TIMEOUT_S)
         except WorkerDied as exc:
@@ -154,6 +162,9 @@ class Worker:
             proc.wait()
         if self._launch is not None and self._launch.host_tmp:
             shutil.rmtree(self._launch.host_tmp, ignore_errors=True)
+        if self._slot is not None:  # only now: the jail and its code are gone
+            self._slot.release()
+            self._slot = None
 
     def restart(self) -> None:
         self.stop()
