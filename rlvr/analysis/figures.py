@@ -34,7 +34,9 @@ def _heatmap(ax, values: torch.Tensor, labels: Sequence[str], title: str, vmin: 
         for j in range(len(labels)):
             v = data[i, j]
             text = "–" if math.isnan(v) else f"{v:.2f}"
-            ax.text(j, i, text, ha="center", va="center", fontsize=size, color="black")
+            dark = not math.isnan(v) and abs(v) > 0.6
+            ax.text(j, i, text, ha="center", va="center", fontsize=size,
+                    color="white" if dark else "black")  # fmt: skip
     return image
 
 
@@ -74,14 +76,15 @@ def geometry_figure(r: GeometryResult, path: Path) -> Path:
     """Task-vector cosines side by side: exact (left) and after the projection (right)."""
     plt = _pyplot()
     k = len(r.labels)
-    fig, axes = plt.subplots(1, 2, figsize=(4 + 1.2 * k, 2.5 + 0.45 * k))
+    fig, axes = plt.subplots(1, 2, figsize=(5 + 1.2 * k, 2.5 + 0.5 * k), layout="constrained")
     dim = r.projected.shape[1]
     for ax, values, title in zip(
         axes, (r.exact(), r.approx()), ("exact", f"random projection to {dim} dims"), strict=True
     ):
         image = _heatmap(ax, values, r.labels, f"Task-vector cosine, {title}", -1.0, "RdBu_r")
+    axes[1].set_yticks(range(k), [""] * k)  # the rows are the left panel's
     fig.colorbar(image, ax=list(axes), shrink=0.7)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
