@@ -248,3 +248,76 @@ def test_a_killed_distillation_resumes_with_the_same_steps_data_and_weights(
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     start = load_file(str(Path(student) / "model.safetensors"))
     assert any(not torch.equal(start[k], a[k]) for k in a if k in start), "no update happened"
+
+
+def test_the_study_plans_mt_opd_after_each_seeds_experts(tmp_path):
+    from rlvr.study.__main__ import plan
+    from rlvr.study.commands import stage_config, user_overrides
+
+    argv = ["experiment=tiny_study", f"study.out_dir={tmp_path}", "study.stages=[mt_opd]",
+            "study.seeds=[0,1]", "study.merges=[ties]"]  # fmt: skip
+    _, stages, _, _ = plan(argv)
+    by_name = {s.name: s for s in stages}
+    domains = ("math", "code", "science", "instruction", "agent")
+    for seed in (0, 1):
+        stage = by_name[f"mt_opd-seed{seed}"]
+        assert stage.entry == "rlvr.distill" and stage.kind == "distill"
+        assert set(stage.deps) == {"sft", *(f"expert-{d}-seed{seed}" for d in domains)}
+        assert by_name[f"eval-mt_opd-seed{seed}"].deps == (stage.name,)
+        assert f"eval-mt_opd-seed{seed}" in by_name["report"].deps
+        run = stage_config(user_overrides(argv), stage)
+        experts = tmp_path.resolve() / "experts"
+        assert run.distill.teachers == {
+            d: str(experts / f"{d}-seed{seed}" / "final") for d in domains
+        }
+        assert run.init_from == str(tmp_path.resolve() / "sft" / "final")
+        assert run.trainer.seed == seed and run.resume and not run.eval.in_run
+
+
+def _run_folder(root: Path, name: str, summary: dict) -> Path:
+    (root / name / "final").mkdir(parents=True)
+    (root / name / "summary.json").write_text(json.dumps(summary))
+    return root / name / "final"
+
+
+def test_an_mt_opd_model_is_a_row_of_the_merge_and_cost_tables(tmp_path):
+    from rlvr.evaluate import provenance
+    from rlvr.reporting.tables import ModelResult, cost_table, infer_role, merge_table
+
+    def cost(device_s: float, **rl: float) -> dict:
+        return {"compute": {"device_seconds": device_s, "processes": 1}, "rl": rl}
+
+    paths = {
+        "math-seed0": _run_folder(tmp_path, "math", {"domains": ["math"], **cost(30, seconds=20)}),
+        "science-seed0": _run_folder(
+            tmp_path, "science", {"domains": ["science"], **cost(30, seconds=20)}
+        ),
+        "mt_opd-seed0": _run_folder(
+            tmp_path,
+            "opd",
+            {
+                "domains": ["math", "science"],
+                "distill": {"objective": "sampled_token"},
+                **cost(40, seconds=25, teacher_s=5),
+            },
+        ),  # fmt: skip
+    }
+    merge = tmp_path / "ties"
+    merge.mkdir()
+    (merge / "merge.json").write_text(json.dumps({"name": "ties", "mergekit_method": "ties",
+                                                  "device_seconds": 3, "seconds": 3}))  # fmt: skip
+    paths["ties-seed0"] = merge
+    results = []
+    for i, (label, path) in enumerate(paths.items()):
+        info = provenance(str(path))
+        summaries = {f"micro_{d}": {"domain": d, "avg_at_k": 0.1 * (i + 1)}
+                     for d in ("math", "science")}  # fmt: skip
+        results.append(ModelResult(label, infer_role(label, info, {}), info, summaries))
+    assert [r.role for r in results] == ["expert", "expert", "distill", "merge"]
+    rows = {r[0]: r for r in merge_table(results, "avg_at_k").rows}
+    assert rows["mt_opd"][1] == "on-policy distillation"
+    assert rows["mt_opd"][-1].mean == pytest.approx(30.0)
+    table = cost_table(results, {})
+    by_run = {r[0]: r for r in table.rows}
+    assert by_run["mt_opd-seed0"][1:] == ("distill", 40, 25, 5)
+    assert by_run["mt-opd (experts + distillation)"][2:] == (100, 65, 5)
