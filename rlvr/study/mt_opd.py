@@ -1,5 +1,8 @@
-"""MT-OPD as an optional study stage (``study.stages=[mt_opd]``): after a seed's experts, the
-SFT model is distilled on the mixed prompts with each domain's expert as that domain's teacher."""
+"""MT-OPD as an optional study stage: after a seed's experts, distil them into the SFT model.
+
+``study.stages=[mt_opd]``: one ``rlvr.distill`` stage per seed on the mixed prompts, with each
+domain's expert of that seed as the domain's teacher.
+"""
 
 from __future__ import annotations
 
