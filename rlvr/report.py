@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlvr.analysis.outputs import report_section
 from rlvr.config import ConfigError, RunConfig
 from rlvr.reporting.calibration import calibration_table
 from rlvr.reporting.plots import bar_plot, reward_curves
@@ -69,7 +70,8 @@ def build_report(
     images = [bar_plot(results, metric, folder / "benchmarks.png")]
     curves = reward_curves(*_curve_runs(results, runs or {}), folder / "reward_curves.png")
     images += [curves] if curves else []
-    (folder / "report.md").write_text(_markdown(tables, images))
+    analyses = report_section(study)  # rlvr.analyze's tables and figures, when present
+    (folder / "report.md").write_text("\n".join([_markdown(tables, images), *analyses]))
     log.info("report written to %s", folder)
     return Report(folder, tables, tuple(images))
 

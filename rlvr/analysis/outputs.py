@@ -7,6 +7,7 @@ table and figure, in the order analysed); the report links and includes them whe
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,13 +40,14 @@ def write_outputs(outputs: Sequence[Output], folder: Path, note: str = "") -> Pa
 
 
 def report_section(study: Path) -> list[str]:
-    """The analyses' index, for the report's page (figures linked from ``<study>/report``)."""
+    """The analyses' index for the report's page: headings one level down, figures linked
+    from ``<study>/report``; nothing when the study has no analyses."""
     index = study / "analysis" / INDEX
     if not index.is_file():
         return []
-    text = index.read_text().replace("](", "](../analysis/").replace("\n# ", "\n## ", 1)
-    body = text.split("\n", 1)[1] if text.startswith("# ") else text
-    return ["## Analyses ([all tables](../analysis/analysis.md))", body]
+    body = index.read_text().split("\n", 1)[1].replace("](", "](../analysis/")
+    body = re.sub(r"^(#+) ", r"#\1 ", body, flags=re.MULTILINE)
+    return [f"## Analyses of the weights ([tables](../analysis/{INDEX}))", body]
 
 
 def log_to_wandb(run: RunConfig, outputs: Sequence[Output], folder: Path) -> None:

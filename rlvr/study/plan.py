@@ -55,6 +55,7 @@ class PlanContext:
     experts: dict[tuple[str, int], ModelRef]  # (domain, seed) -> expert
     mixed: dict[int, ModelRef]  # seed -> mixed model
     extra_models: list[ModelRef] = field(default_factory=list)
+    merges: list[ModelRef] = field(default_factory=list)  # every seed's merged models
 
 
 # Optional stages by name (``study.stages=[...]``): a builder returns its stages and the models
@@ -214,14 +215,17 @@ def build_plan(run: RunConfig) -> list[Stage]:
             stages.append(_training_stage(run, name, "mixed", "rlvr.train", out, extra, sft_deps))
             ctx.mixed[seed] = ModelRef(f"mixed-seed{seed}", str(out / "final"), name)
     merged = [m for seed in s.seeds for m in _merge_stages(run, ctx, seed, stages)]
+    ctx.merges += merged
+    optional: list[str] = []  # the report waits for them too (it includes the analyses)
     for name in s.stages:
         extra_stages, extra_models = OPTIONAL_STAGES[name](ctx)
         stages += extra_stages
+        optional += [st.name for st in extra_stages]
         ctx.extra_models += extra_models
     models = _models_to_evaluate(run, ctx, merged)
     evals = [_eval_stage(run, root, m) for m in models]
     stages += evals
-    stages.append(_report_stage(run, root, [e.name for e in evals]))
+    stages.append(_report_stage(run, root, [*(e.name for e in evals), *optional]))
     return stages
 
 
