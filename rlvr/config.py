@@ -353,7 +353,7 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
             )
     _check_positive(run)
     if run.stage == "distill":
-        check_teachers(run, check_paths)
+        check_distill(run, check_paths)
     check_model_source(run.model.name, run.paths.cache_dir)
     if check_paths and run.init_from and not Path(run.init_from).expanduser().exists():
         raise ConfigError(
@@ -385,7 +385,7 @@ def _check_positive(run: RunConfig) -> None:
             )
 
 
-def check_teachers(run: RunConfig, check_paths: bool = True) -> None:
+def check_distill(run: RunConfig, check_paths: bool = True) -> None:
     """Every selected domain has a teacher (and a server when teachers are served)."""
     d = run.distill
     if bad := sorted(set(d.teachers) - set(DOMAINS)):

@@ -20,14 +20,14 @@ def distill(run: RunConfig, run_dir: Path) -> dict:
     """The whole stage as a recipe; returns the summary written to ``summary.json``."""
     from rlvr import stages
     from rlvr.runs import configure_tracking, local_device, prepare_run_dir
-    from rlvr.teachers import check_teachers, load_teachers
+    from rlvr.teachers import check_tokenizers, load_teachers
 
     started = time.perf_counter()
     prepare_run_dir(run, run_dir)
     configure_tracking(run, run_dir)
     student_path = stages.starting_model(run)  # init_from: the SFT model
     if run.distill.teacher_device == "train":
-        check_teachers(run, student_path)  # tokenizers only: before any model loads
+        check_tokenizers(run, student_path)  # tokenizers only: before any model loads
     data = stages.domain_data(run)
     scorer = stages.make_scorer(run)
     teachers = load_teachers(run, local_device())

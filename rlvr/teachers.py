@@ -97,7 +97,7 @@ class ServerTeacher:
         return out.to(batch["completion_ids"].device) * batch["completion_mask"]
 
 
-def check_teachers(run: RunConfig, student_path: str) -> None:
+def check_tokenizers(run: RunConfig, student_path: str) -> None:
     """Every teacher shares the student's tokenizer (the token ids are scored as they are);
     a mismatch fails here, naming the domain, before any model is loaded."""
     from rlvr.models import load_tokenizer

@@ -48,7 +48,7 @@ def test_a_domain_without_a_teacher_fails_naming_it(tmp_path):
 def test_a_teacher_with_another_tokenizer_fails_naming_its_domain(tmp_path):
     from transformers import AutoTokenizer
 
-    from rlvr.teachers import check_teachers
+    from rlvr.teachers import check_tokenizers
 
     student, teacher = small_model(tmp_path, 0), small_model(tmp_path, 1)
     other = tmp_path / "other-tokenizer"
@@ -61,7 +61,7 @@ def test_a_teacher_with_another_tokenizer_fails_naming_its_domain(tmp_path):
         f"+distill.teachers.math={teacher}", f"+distill.teachers.science={other}",
     )  # fmt: skip
     with pytest.raises(ConfigError, match="distill.teachers.science.*another tokenizer"):
-        check_teachers(run, str(student))
+        check_tokenizers(run, str(student))
 
 
 class RecordingTeacher:
