@@ -15,6 +15,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, register_configs, to_config
+from rlvr.rewards import VerifierInfrastructureError
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 log = logging.getLogger("rlvr")
@@ -135,5 +136,9 @@ def hydra_entry(
         except ConfigError as err:  # bad setup found once the stage looks at its inputs
             log.error("config error: %s", err)
             sys.exit(2)
+        except VerifierInfrastructureError as err:  # the error budget ran out: one clear line
+            log.error("aborted: %s", err)
+            sys.stderr.write(f"aborted: {err}\n")
+            sys.exit(1)
 
     _main()
