@@ -249,3 +249,43 @@ def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command
     assert "accelerate.commands.launch" in argv and "resume=true" in argv  # requeue resumes
     assert submitted.function.processes == 8
     assert hasattr(submitted.function, "checkpoint")  # submitit requeues it on preemption
+
+
+RANKS_SCRIPT = """
+import pathlib, subprocess, sys, time
+out = pathlib.Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
+beat = "import pathlib, sys, time\\nwhile True:\\n    pathlib.Path(sys.argv[1]).write_text(repr(time.time())); time.sleep(0.05)"
+ranks = [subprocess.Popen([sys.executable, "-c", beat, str(out / f"rank{i}")],
+                          start_new_session=True) for i in range(2)]
+(out / "pids").write_text(" ".join(str(r.pid) for r in ranks))
+time.sleep(600)
+"""
+
+
+def test_cancel_stops_ranks_that_left_the_stage_session(tmp_path):
+    """Like accelerate launch: ranks in sessions of their own must die with their stage."""
+    import os
+    import subprocess
+
+    out = tmp_path / "train"
+    stage = Stage("train", "fake", "fake", (), (), out, (out / "result.txt",))
+    argv = [sys.executable, "-c", RANKS_SCRIPT, str(out)]
+    job = StageJob(tmp_path, stage, "hash-train", argv, {}, str(tmp_path))
+    launcher = LocalLauncher(jobs=1)
+    handle = launcher.start(job, [])
+    deadline = time.monotonic() + 60
+    while not ((out / "rank0").exists() and (out / "rank1").exists()):
+        assert time.monotonic() < deadline and handle.poll() is None, "ranks never started"
+        time.sleep(0.05)
+    pids = [int(p) for p in (out / "pids").read_text().split()]
+    assert all(os.getsid(p) == p for p in pids)  # outside the stage's process group
+    launcher.cancel(handle)
+    assert handle.poll() is not None
+    for pid in pids:
+        state = subprocess.run(
+            ["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True
+        )
+        assert state.stdout.strip() in ("", "Z"), f"rank {pid} outlived its stage"
+    beats = [(out / f"rank{i}").read_text() for i in range(2)]
+    time.sleep(0.3)
+    assert beats == [(out / f"rank{i}").read_text() for i in range(2)]  # nobody writes any more

@@ -128,11 +128,44 @@ class LocalLauncher:
 
     def cancel(self, handle: subprocess.Popen) -> None:
         if handle.poll() is None:
-            os.killpg(handle.pid, signal.SIGTERM)
-            try:
-                handle.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(handle.pid, signal.SIGKILL)
+            stop_tree(handle, grace_s=20)
+
+
+def stop_tree(handle: subprocess.Popen, grace_s: float) -> None:
+    """SIGTERM a stage and every process under it, then SIGKILL what is left after the grace.
+
+    The stage's process group is not enough: ``accelerate launch`` starts each rank in a
+    session of its own (and the verifier pool its workers), so ranks would outlive the group
+    and keep writing into the folder a rerun resumes from."""
+    import psutil
+
+    try:
+        tree = [psutil.Process(handle.pid), *psutil.Process(handle.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        tree = []
+    for proc in tree[1:]:  # freeze the ranks first, so none starts a new step meanwhile
+        _signal(proc, signal.SIGSTOP)
+    for proc in tree[1:]:
+        _signal(proc, signal.SIGTERM)
+        _signal(proc, signal.SIGCONT)
+    try:
+        os.killpg(handle.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    _, alive = psutil.wait_procs(tree, timeout=grace_s)
+    for proc in alive:
+        _signal(proc, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=5)
+    handle.wait()
+
+
+def _signal(proc: Any, sig: int) -> None:
+    import psutil
+
+    try:
+        proc.send_signal(sig)
+    except psutil.NoSuchProcess:
+        pass
 
 
 # submitit settings its executors take when built, not through update_parameters
