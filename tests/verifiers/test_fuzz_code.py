@@ -21,7 +21,7 @@ from tasks.adapters.code import LEETCODE_SETUP, io_reference
 from tasks.micro import code as micro_code
 from tasks.micro._common import user_text
 from tasks.schema import reference_of
-from verifiers import ReasoningFormat, get_verifier
+from verifiers import ReasoningFormat, get_verifier, verify
 
 F = "```"
 TEST_LIMIT_S, SAMPLE_LIMIT_S = 0.5, 1.0
@@ -131,10 +131,10 @@ def micro_entries(n: int) -> list[tuple[str, dict, str, str]]:
 ENTRIES = FIXED + micro_entries(12)
 
 
-def fence(rng: random.Random, code: str) -> str:
+def fence(rng: random.Random, code: str, kind: int | None = None, lang: str | None = None) -> str:
     """``code`` in one of many fence layouts; some put other blocks before or after it."""
-    lang = rng.choice(LANGS)
-    kind = rng.randrange(9)
+    lang = rng.choice(LANGS) if lang is None else lang
+    kind = rng.randrange(9) if kind is None else kind
     if kind == 0:
         return f"{F}bash\nls\n{F}\n{F}{lang}\n{code}\n{F}\n{F}text\nout\n{F}"
     if kind == 1:  # cut at the token limit: fence never closed
@@ -226,6 +226,17 @@ def test_generated_items_cover_every_kind():
     refs = {label.split("/")[0] for label in labels}
     assert kinds == {"no_code", "right", "wrong", "slow", "binary", "hostile"}
     assert refs == {label for label, *_ in ENTRIES}
+
+
+WELL_FORMED = (4, 5, 6, 7)  # indented, CRLF, draft then answer, plain
+
+
+def test_right_programs_score_correct(verifier):
+    """Each kind's right program in a well-formed python fence is correct (the fuzzer's anchor)."""
+    for i, (label, ref, right, _) in enumerate(ENTRIES):
+        text = fence(random.Random(i), right, WELL_FORMED[i % len(WELL_FORMED)], "python")
+        verdict = verify(text, ref, verifier)
+        assert verdict.is_correct, (label, verdict)
 
 
 def test_fuzz_code_slice(verifier):
