@@ -219,7 +219,8 @@ def join_prefix(prefix: str, code: str) -> str:
 def _parses(source: str) -> bool:
     try:
         ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # the parser reports nesting too deep for it as RecursionError or MemoryError
         return False
     return True
 

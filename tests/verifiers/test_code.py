@@ -110,6 +110,9 @@ TABLE = [
     ),  # full function also works
     (py("    return x + x + 1"), CHECK, Status.WRONG, 0.0, "AssertionError"),
     (py("import os\nos._exit(0)"), ASSERTS, Status.WRONG, 0.0, "before reporting"),
+    # nested past the parser's depth: joining it to the prompt prefix raised in the grader
+    (py("    return " + "1+" * 50_000 + "1"), CHECK, Status.WRONG, 0.0, "RecursionError"),
+    (py("    return " + "-" * 50_000 + "1"), CHECK, Status.WRONG, 0.0, "MemoryError"),
     ("no code here", CALL, Status.FORMAT_ERROR, 0.0, "no fenced code block"),
     (py("x = 1"), {"style": "graphical"}, Status.ERROR, 0.0, "unscorable reference"),
     (py("x = 1"), {"style": "call", "cases": []}, Status.ERROR, 0.0, "unscorable reference"),
