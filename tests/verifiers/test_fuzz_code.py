@@ -4,7 +4,7 @@ References are the kinds the code tasks emit: micro call and stdin/stdout rows (
 ``tasks.micro.code``), HumanEval ``check(candidate)`` with a prompt prefix, MBPP asserts with
 setup, LeetCode ``Solution`` asserts, TACO/APPS stdio and call tests (``io_reference``).
 Completions wrap right, wrong and hostile programs (infinite loops, huge output, fork bombs,
-exits, syntax errors, runaway recursion and memory) in well-formed, malformed, nested, unclosed
+exits, syntax errors, runaway recursion and memory, nesting past the parser's depth) in well-formed, malformed, nested, unclosed
 and ``~~~`` fences, reasoning sections, megabytes of text and binary junk. About a third never
 reach the sandbox (no code found), which keeps 10,000 items within minutes on two cores.
 Items run as the scorer runs them (``verify`` on threads, the verifier's own hard limits).
@@ -182,6 +182,10 @@ def program(rng: random.Random, right: str, wrong: str) -> tuple[str, str]:
         return "slow", rng.choice(SLOW)
     if draw < 0.65:
         return "binary", right + "\n" + binary_text(rng, rng.randint(1, 200))
+    if draw < 0.7:  # nested past the parser's depth (a body after a HumanEval prompt, too)
+        unit = rng.choice(["1+", "-", "not ", ".y", "()", "[0]", "lambda: ", "(", "~"])
+        head = rng.choice(["    return x", "    return ", "x = "])
+        return "deep", head + unit * rng.randint(100, 50_000) + ("1" if unit != "(" else "")
     return "hostile", rng.choice(CHEAP)
 
 
@@ -224,7 +228,7 @@ def test_generated_items_cover_every_kind():
     labels = {label for _, _, label in generate(0, 1000)}
     kinds = {label.split("/")[1] for label in labels}
     refs = {label.split("/")[0] for label in labels}
-    assert kinds == {"no_code", "right", "wrong", "slow", "binary", "hostile"}
+    assert kinds == {"no_code", "right", "wrong", "slow", "binary", "deep", "hostile"}
     assert refs == {label for label, *_ in ENTRIES}
 
 
