@@ -4,7 +4,7 @@ References are the kinds the code tasks emit: micro call and stdin/stdout rows (
 ``tasks.micro.code``), HumanEval ``check(candidate)`` with a prompt prefix, MBPP asserts with
 setup, LeetCode ``Solution`` asserts, TACO/APPS stdio and call tests (``io_reference``).
 Completions wrap right, wrong and hostile programs (infinite loops, huge output, fork bombs,
-exits, syntax errors, runaway recursion and memory, nesting past the parser's depth) in well-formed, malformed, nested, unclosed
+exits, syntax errors, runaway recursion and memory, nesting past the parser's depth, hostile return values) in well-formed, malformed, nested, unclosed
 and ``~~~`` fences, reasoning sections, megabytes of text and binary junk. About a third never
 reach the sandbox (no code found), which keeps 10,000 items within minutes on two cores.
 Items run as the scorer runs them (``verify`` on threads, the verifier's own hard limits).
@@ -113,6 +113,25 @@ SLOW = [
     "import threading\nlock = threading.Lock()\nlock.acquire()\nlock.acquire()",
     "while True:\n    print('spam', flush=True)",
 ]
+# Hostile return values, under every name the references call (R builds the value)
+RETURNS = [
+    "float('nan')",
+    "float('-inf')",
+    "10**5000",
+    "'\\ud800'",
+    "'x' * 10**7",
+    "(i for i in range(3))",
+    "b'\\x00\\xff'",
+    "__import__('functools').reduce(lambda x, _: [x], range(10**5), [])",
+    "(lambda x: x.append(x) or x)([])",
+    "{(1, 2): 3}",
+    "type('E', (), {'__eq__': lambda s, o: True, '__hash__': lambda s: 1})()",
+    "__import__('os').write(3, b'x' * 10**5)",
+]
+EVERY_NAME = (
+    "def f(*a, **k):\n    return R()\nsq = min_cost = add = f\n"
+    "class Solution:\n    pushes = total = staticmethod(lambda *a, **k: R())\n"
+)
 LANGS = ["python", "py", "Python3", "", "python title", "bash", "json"]
 
 
@@ -186,6 +205,8 @@ def program(rng: random.Random, right: str, wrong: str) -> tuple[str, str]:
         unit = rng.choice(["1+", "-", "not ", ".y", "()", "[0]", "lambda: ", "(", "~"])
         head = rng.choice(["    return x", "    return ", "x = "])
         return "deep", head + unit * rng.randint(100, 50_000) + ("1" if unit != "(" else "")
+    if draw < 0.75:
+        return "returns", f"def R():\n    return {rng.choice(RETURNS)}\n{EVERY_NAME}"
     return "hostile", rng.choice(CHEAP)
 
 
@@ -228,7 +249,8 @@ def test_generated_items_cover_every_kind():
     labels = {label for _, _, label in generate(0, 1000)}
     kinds = {label.split("/")[1] for label in labels}
     refs = {label.split("/")[0] for label in labels}
-    assert kinds == {"no_code", "right", "wrong", "slow", "binary", "deep", "hostile"}
+    assert kinds == {
+        "no_code", "right", "wrong", "slow", "binary", "deep", "returns", "hostile"}  # fmt: skip
     assert refs == {label for label, *_ in ENTRIES}
 
 
