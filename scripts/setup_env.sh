@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Create .venv and install rlvr with its dev extras. Picks the CPU build of torch where there
-# is no NVIDIA GPU (an unpinned torch would pull a multi-GB CUDA build) and leaves GPU
-# machines to their usual wheels. Override with TORCH_SPEC='torch==X.Y.Z'.
+# Create .venv and install rlvr with the extras its tests need (dev, sandbox, slurm). Picks
+# the CPU build of torch where there is no NVIDIA GPU (an unpinned torch would pull a
+# multi-GB CUDA build) and leaves GPU machines to their usual wheels. Override with
+# TORCH_SPEC='torch==X.Y.Z'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -20,6 +21,6 @@ else
   "$PIP" install --quiet "torch==2.13.0"
 fi
 
-EXTRAS="${EXTRAS:-dev,sandbox}"
+EXTRAS="${EXTRAS:-dev,sandbox,slurm}"
 "$PIP" install --quiet -e ".[${EXTRAS}]"
 "$VENV/bin/python" -c "import torch, trl, transformers, verifiers, tasks, rlvr; print('rlvr ready: torch', torch.__version__, '| trl', trl.__version__, '| transformers', transformers.__version__)"

@@ -1,4 +1,4 @@
-"""Project-wide test set-up: offline mode, no W&B, a private model cache, the shared data."""
+"""Project-wide test set-up: offline mode, no W&B, a private model cache, CI's strict skips."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from _requirements import in_ci, required_skip
 
 # Before anything imports huggingface_hub / datasets / wandb.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -22,17 +23,38 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_collection_modifyitems(config, items):
-    try:
-        import torch
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items:  # no torch import for sessions without GPU tests
+        return
+    import torch
 
-        has_gpu = torch.cuda.is_available()
-    except ImportError:
-        has_gpu = False
-    if not has_gpu:
+    if not torch.cuda.is_available():
         skip = pytest.mark.skip(reason="needs an NVIDIA GPU")
-        for item in items:
-            if "gpu" in item.keywords:
-                item.add_marker(skip)
+        for item in gpu_items:
+            item.add_marker(skip)
+
+
+def _fail_if_required(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Under CI, a skip that hides a required component is a failure (see tests/_requirements)."""
+    if not report.skipped or hasattr(report, "wasxfail") or not in_ci():
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    why = required_skip(str(reason))
+    if why is not None:
+        report.outcome = "failed"
+        report.longrepr = f"CI=true turns this skip into a failure: {why}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_if_required(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _fail_if_required(outcome.get_result())
 
 
 @pytest.fixture(scope="session")
