@@ -7,16 +7,14 @@ import re
 import subprocess
 import sys
 
-import pytest
+import _requirements as required
 
 from rlvr.config import DomainConfig, MixtureConfig, PathsConfig, RunConfig
 from rlvr.data_report import build_report, load_part, overlap
 from tasks.registry import shared_data_dir
 
 SHARED = shared_data_dir()
-needs_shared = pytest.mark.skipif(
-    not SHARED.is_dir(), reason=f"shared evaluation data not found at {SHARED}"
-)
+needs_shared = required.needs_shared_data()
 
 
 def run_with(domains: dict[str, DomainConfig], train: int = 30, held: int = 5) -> RunConfig:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import _requirements as required
 import pytest
 from test_merge import one_torch_thread, tiny_family  # noqa: F401  (autouse fixture)
 
@@ -112,7 +113,7 @@ def test_bad_benchmarks_fail_before_any_model_loads(tmp_path):
         evaluate(eval_run(tmp_path, [], ["micro_math"]))
 
 
-@pytest.mark.skipif(not (SHARED / "math").is_dir(), reason=f"shared data not found at {SHARED}")
+@required.needs_shared_data("math")
 def test_shared_benchmark_rows_load_with_a_limit():
     rows = load_benchmark("gsm8k", 2, str(SHARED), 0)
     assert len(rows) == 2 and all(r["domain"] == "math" for r in rows)

@@ -193,7 +193,8 @@ def test_heldout_split_by_id_never_overlaps_and_is_stable():
 
 
 def test_works_as_a_torch_dataloader_sampler():
-    torch_data = pytest.importorskip("torch.utils.data")
+    import torch.utils.data as torch_data
+
     sampler = weighted()
     expected = list(weighted())
     loader = torch_data.DataLoader(list(range(len(DOMAINS))), sampler=sampler, batch_size=6)

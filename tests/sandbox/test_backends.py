@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import _requirements as required
 import pytest
 
 from verifiers.sandbox import (
@@ -31,8 +32,8 @@ def test_unknown_backend_names_the_choices():
 
 def test_auto_picks_the_strongest_available():
     working = [name for name, reason in available_backends().items() if reason is None]
-    if not working:
-        pytest.skip("no backend works here")
+    if not working:  # rlimit needs no tool: none working is a broken sandbox
+        required.missing(f"a working sandbox backend ({available_backends()})")
     assert select_backend("auto").name == working[0]
 
 
@@ -108,8 +109,8 @@ def test_network_socket_denied(box):
 
 
 def test_wall_clock_kills_the_tree(box):
-    result = run(box, "import time\ntime.sleep(10)", limits=Limits(wall_s=0.5, cpu_s=1))
-    assert result.status == TIMEOUT and result.wall_s < 3
+    result = run(box, "import time\ntime.sleep(120)", limits=Limits(wall_s=0.5, cpu_s=1))
+    assert result.status == TIMEOUT and result.wall_s < 30  # cut short, however loaded the host
 
 
 def test_output_cap(box):

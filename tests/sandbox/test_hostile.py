@@ -18,7 +18,7 @@ from verifiers import Status, verify
 
 CALL_REF = {"style": "call", "fn_name": "f", "cases": [{"args": [], "expected": 1}]}
 NORMAL = "```python\ndef f():\n    return 1\n```"
-MAX_SECONDS = 15.0
+MAX_SECONDS = 30.0  # hang detection: the limits are 1-2 s, a loaded host may add a few
 
 
 def fenced(body: str) -> str:
@@ -163,10 +163,8 @@ def test_kill_parent(code_verifier):
 
 
 def test_sleep_past_limit(code_verifier):
-    start = time.monotonic()
-    verdict = run_hostile(code_verifier, "import time\ntime.sleep(30)")
+    verdict = run_hostile(code_verifier, "import time\ntime.sleep(300)")  # returns: it was cut
     assert verdict.status is Status.TIMEOUT
-    assert time.monotonic() - start < 10
 
 
 def test_delete_visible_files(code_verifier, backend, host_dir):

@@ -5,17 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import _requirements as required
 import pytest
 
 from tasks.quality import QualityLog
-from tasks.registry import get_task, load_task_rows, shared_data_dir
+from tasks.registry import get_task, load_task_rows
 from tasks.schema import COLUMNS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hub"
-SHARED = shared_data_dir()
-needs_shared = pytest.mark.skipif(
-    not SHARED.is_dir(), reason=f"shared data folder {SHARED} absent (set RLVR_SHARED_DATA)"
-)
+needs_shared = required.needs_shared_data()
 
 
 def ref(row: dict) -> dict:
@@ -276,11 +274,10 @@ def _gold_completion(row: dict) -> str:
 )
 def test_references_score_their_gold_answer(task, data_files):
     """References are in the format the registered verifier reads: the gold answer scores 1."""
-    verifiers = pytest.importorskip("verifiers")
-    if get_task(task).verifier not in verifiers.known_verifiers():
-        pytest.skip(f"verifier {get_task(task).verifier!r} not registered yet")
-    if data_files is None and not SHARED.is_dir():
-        pytest.skip(f"shared data folder {SHARED} absent")
+    import verifiers
+
+    if data_files is None:
+        required.shared_data()
     files = str(FIXTURES / f"{data_files}.jsonl") if data_files else None
     rows = load_task_rows(task, limit=20, data_files=files)
     for row in rows:

@@ -6,6 +6,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import _requirements as required
 import pytest
 
 from tasks.bfcl import CATEGORIES, BfclDataError, gold_calls, load_bfcl
@@ -17,7 +18,7 @@ from verifiers.tool_calls import allowed
 
 DATA = shared_data_dir()
 BFCL = DATA / "agent" / "bfcl_v3"
-pytestmark = pytest.mark.skipif(not BFCL.is_dir(), reason=f"BFCL v3 data not found at {BFCL}")
+pytestmark = required.needs_shared_data("agent/bfcl_v3")
 
 CALL_CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple")
 VERIFIER = get_verifier("tool_calls")

@@ -10,15 +10,14 @@ import os
 from typing import Any
 
 import pytest
+import trl
 
+import rlvr.tiny_model as tiny
 from tasks.environments import environment_factories, environment_rewards, generate_workplace_tasks
 from tasks.schema import make_row, reference_of
 from verifiers.tool_call_parsing import render_tool_calls
 
 pytestmark = pytest.mark.slow
-
-trl = pytest.importorskip("trl")
-tiny = pytest.importorskip("rlvr.tiny_model")
 
 
 def _scripted_policy(tokenizer: Any, rows: list[dict[str, Any]], wrong_ids: set[str]):

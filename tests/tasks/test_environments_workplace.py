@@ -256,7 +256,8 @@ def test_trl_contract() -> None:
     assert not [
         n for n, _ in inspect.getmembers(NoToolsEnvironment, inspect.isfunction) if n != "reset"
     ]
-    get_json_schema = pytest.importorskip("transformers.utils").get_json_schema
+    from transformers.utils import get_json_schema
+
     env = WorkplaceEnvironment()
     for name in TOOLS:
         schema = get_json_schema(getattr(env, name))["function"]

@@ -9,16 +9,9 @@ import re
 
 import pytest
 
-import verifiers
 from tasks.micro import demonstration, generate, instruction, levels, science
 from tasks.schema import reference_of
 from verifiers import verify
-
-
-def needs(name: str):
-    return pytest.mark.skipif(
-        name not in verifiers.known_verifiers(), reason=f"verifier {name!r} is not registered yet"
-    )
 
 
 def sample(domain: str, per_level: int, seed: int = 4) -> list[dict]:
@@ -49,7 +42,6 @@ def corrupt(row: dict) -> str:
     return demo.replace(body, phrase + ",")
 
 
-@needs("math")
 @pytest.mark.parametrize("split_seed", [0, 1])
 def test_math_demonstrations_score_one(split_seed):
     for row in sample("math", 60, split_seed):
@@ -67,7 +59,6 @@ def test_math_answers_match_an_independent_evaluation():
             assert eval(lhs) == int(rhs)  # noqa: S307
 
 
-@needs("science_mcq")
 def test_science_demonstrations_score_one():
     for row in sample("science", 40):
         demo = demonstration(row)
@@ -86,7 +77,6 @@ def test_science_keys_name_the_true_fact():
         assert re.search(r"<think>(.*)</think>", demonstration(row)).group(1) == facts[question]
 
 
-@needs("code")
 def test_code_demonstrations_score_one_in_the_sandbox():
     rows = sample("code", 2, seed=9)[:12]  # the sandbox costs ~20-150 ms a row
     for row in rows:
@@ -122,7 +112,6 @@ def test_code_demonstrations_pass_their_cases_locally():
     assert not run_locally(corrupt(rows[0]), reference_of(rows[0]))
 
 
-@needs("ifeval")
 @pytest.mark.parametrize("level", instruction.LEVELS)
 def test_every_instruction_problem_scores_one(level):
     """The whole problem space: IFEval's case checkers also need langdetect to say English."""
@@ -133,7 +122,6 @@ def test_every_instruction_problem_scores_one(level):
         assert verify(demo, ref, "ifeval").score == 1.0, (prompt, demo)
 
 
-@needs("ifeval")
 def test_broken_instruction_demonstrations_fail():
     for row in sample("instruction", 20):
         bad = corrupt(row)

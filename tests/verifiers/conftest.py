@@ -1,4 +1,4 @@
-"""Fixtures for verifier tests: the shared evaluation data folder, skipped when absent."""
+"""Fixtures for verifier tests: the shared evaluation data folder (required under CI)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import _requirements as required
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -16,18 +17,9 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 
-def shared_data_dir() -> Path:
-    from tasks.registry import shared_data_dir as resolve
-
-    return resolve()
-
-
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    root = shared_data_dir()
-    if not root.is_dir():
-        pytest.skip(f"shared evaluation data not found at {root} (set RLVR_SHARED_DATA)")
-    return root
+    return required.shared_data()
 
 
 def _read_jsonl(path: Path) -> Iterator[dict]:
