@@ -69,7 +69,7 @@ def reference(tmp_path_factory) -> Path:
 
 def test_submitit_runs_every_stage_after_its_inputs(reference):
     stages = json.loads((reference / "study.json").read_text())["stages"]
-    assert len(stages) == 11 and {e["status"] for e in stages.values()} == {"done"}
+    assert len(stages) == 12 and {e["status"] for e in stages.values()} == {"done"}
     for name, entry in stages.items():
         for dep in entry["deps"]:
             assert entry["start"] >= stages[dep]["end"], f"{name} started before {dep} ended"
@@ -77,6 +77,9 @@ def test_submitit_runs_every_stage_after_its_inputs(reference):
     assert (reference / ".submitit").is_dir()
     for table in TABLES:
         assert (reference / "report" / table).is_file()
+    for name in ("footprint.csv", "footprint_jaccard.csv", "geometry.csv", "geometry.png"):
+        assert (reference / "analysis" / name).is_file(), name
+    assert "Analyses of the weights" in (reference / "report" / "report.md").read_text()
 
 
 def test_sigkill_during_an_expert_then_rerun_gives_the_same_tables(reference, tmp_path):
@@ -111,4 +114,4 @@ def test_sigkill_during_an_expert_then_rerun_gives_the_same_tables(reference, tm
     final = json.loads((out / "study.json").read_text())["stages"]
     assert {e["status"] for e in final.values()} == {"skipped"}
     assert all(e["wall_s"] and e["device_s"] for e in final.values())  # facts kept on reuse
-    assert "11 skipped" in again.stdout
+    assert "12 skipped" in again.stdout

@@ -32,6 +32,7 @@ def test_tiny_study_expands_to_every_stage_with_its_dependencies(tmp_path):
         *experts,
         "mixed-seed0",
         *merges,
+        "analyze",  # conf/study/embedded.yaml's optional stage
         *(f"eval-{m}" for m in models),
         "report",
     ]
@@ -42,7 +43,8 @@ def test_tiny_study_expands_to_every_stage_with_its_dependencies(tmp_path):
         assert set(by_name[name].deps) == set(experts)
     assert by_name["eval-base"].deps == ()
     assert by_name["eval-ties-seed0"].deps == ("merge-ties-seed0",)
-    assert set(by_name["report"].deps) == {f"eval-{m}" for m in models}
+    assert set(by_name["report"].deps) == {f"eval-{m}" for m in models} | {"analyze"}
+    assert set(by_name["analyze"].deps) == {"sft", *experts, "mixed-seed0", *merges}
     assert len(set(hashes.values())) == len(stages)  # every stage its own config
     # inside a study the training stages skip their own held-out evaluations
     for name in ["sft", *experts, "mixed-seed0"]:
@@ -59,7 +61,7 @@ def test_seeds_multiply_trained_models_and_merges_only(tmp_path):
         merge = next(s for s in stages if s.name == f"merge-ties-seed{seed}")
         assert set(merge.deps) == {f"expert-{d}-seed{seed}" for d in DOMAINS}
         assert f"merge.seed={seed}" in merge.overrides
-    assert len(stages) == 1 + 2 * (5 + 1 + 1) + 2 + 2 * 7 + 1
+    assert len(stages) == 1 + 2 * (5 + 1 + 1) + 1 + 2 + 2 * 7 + 1  # one analyze stage
 
 
 def test_stage_commands_parse_back_to_the_planned_paths(tmp_path):
