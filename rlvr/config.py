@@ -111,7 +111,8 @@ class DistillConfig:
     row's tokens are scored by the teacher of the row's domain."""
 
     name: str = "tiny"
-    teachers: dict[str, str] = field(default_factory=dict)  # domain -> teacher model folder
+    # domain -> teacher model folder (with servers too: the tokenizer check and provenance)
+    teachers: dict[str, str] = field(default_factory=dict)
     # train: every teacher loaded once beside the student (eval, no grad) | server: one vLLM
     # server per teacher (``teacher_servers``), for teachers too large to hold beside it
     teacher_device: str = "train"

@@ -26,8 +26,7 @@ def distill(run: RunConfig, run_dir: Path) -> dict:
     prepare_run_dir(run, run_dir)
     configure_tracking(run, run_dir)
     student_path = stages.starting_model(run)  # init_from: the SFT model
-    if run.distill.teacher_device == "train":
-        check_tokenizers(run, student_path)  # tokenizers only: before any model loads
+    check_tokenizers(run, student_path)  # tokenizers only: before any model loads
     data = stages.domain_data(run)
     scorer = stages.make_scorer(run)
     teachers = load_teachers(run, local_device())
