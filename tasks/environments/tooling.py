@@ -71,8 +71,9 @@ def tool(*, writes: bool) -> Callable[[Callable[..., str]], Callable[..., str]]:
         signature = inspect.signature(method)
         hints = typing.get_type_hints(method)
 
+        # self is positional-only, so a model's argument named "self" reaches the check below
         @functools.wraps(method)
-        def guarded(self: HasCallLog, *args: Any, **kwargs: Any) -> str:
+        def guarded(self: HasCallLog, /, *args: Any, **kwargs: Any) -> str:
             try:
                 bound = signature.bind(self, *args, **kwargs)
             except TypeError as exc:

@@ -161,6 +161,8 @@ HOSTILE = [
     (None, {}),
     ("list_todos", ["not", "an", "object"]),
     ("list_todos", {1: 2}),
+    ("list_todos", {"self": 1}),  # once a TypeError out of the guard: an error verdict
+    ("send_email", {"self": None, "to": "bob", "body": "hi"}),
 ]
 
 
