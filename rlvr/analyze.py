@@ -1,4 +1,4 @@
-"""The paper's analyses of a study's models: update footprints and task-vector geometry.
+"""``python -m rlvr.analyze``: footprints and task-vector geometry of a study's models.
 
 python -m rlvr.analyze experiment=tiny_study                 # reads outputs/tiny_study/
 python -m rlvr.analyze analyze.study_dir=<study> 'analyze.analyses=[geometry]'

@@ -1,5 +1,7 @@
-"""The study's optional ``analyze`` stage (``study.stages=[analyze]``): after its models, before
-the report, which then includes the analyses' tables."""
+"""The study's optional ``analyze`` stage: after the models it reads, before the report.
+
+``study.stages=[analyze]`` (on in the embedded study); the report then includes its tables.
+"""
 
 from __future__ import annotations
 
