@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -72,9 +72,10 @@ def timed_in_threads(
 
 
 def timed_through_pool(
-    pool: VerifierPool, items: Sequence[tuple[str, dict, Any, str]]
+    pool: VerifierPool, items: Iterable[tuple[str, dict, Any, str]]
 ) -> list[Timed]:
-    """Each item alone through the warm verifier pool (its hard limit applies), timed."""
+    """Each item alone through the warm verifier pool (its hard limit applies), timed; items
+    may be made lazily, so megabyte inputs need not all be held at once."""
     out = []
     for completion, reference, verifier, label in items:
         start = time.monotonic()
