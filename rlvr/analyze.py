@@ -2,7 +2,7 @@
 
 python -m rlvr.analyze experiment=tiny_study                 # reads outputs/tiny_study/
 python -m rlvr.analyze analyze.study_dir=<study> 'analyze.analyses=[geometry]'
-python -m rlvr.analyze analyze.base=<sft> 'analyze.models=["math=<run>/final","code=<merge>"]'
+python -m rlvr.analyze analyze.base=<sft> 'analyze.models=["math=<run>/final","ties=<merge>"]'
 
 Every model is compared with the SFT model in one streaming pass over the weights; each
 analysis writes its tables (Markdown + CSV) and its figure (PNG) into ``<study>/analysis/``.
