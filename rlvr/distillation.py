@@ -22,7 +22,7 @@ from trl import DistillationConfig, DistillationTrainer
 from rlvr.config import ConfigError, RunConfig
 from rlvr.grpo import report_to, world_size
 from rlvr.models import model_init_kwargs
-from rlvr.runs import DataIdLog
+from rlvr.runs import DataIdLog, use_cpu
 from rlvr.teachers import Teacher, completion_logprobs
 
 
@@ -61,7 +61,7 @@ def build_distill_config(run: RunConfig, output_dir: Path) -> DistillationConfig
         gradient_accumulation_steps=t.gradient_accumulation_steps,
         gradient_checkpointing=t.gradient_checkpointing,
         bf16=t.bf16,
-        use_cpu=t.use_cpu,
+        use_cpu=use_cpu(t.use_cpu),  # several CPU processes train as one job
         dataloader_num_workers=t.dataloader_num_workers,
         learning_rate=d.learning_rate,
         lr_scheduler_type=d.lr_scheduler_type,
