@@ -169,7 +169,9 @@ def compare_episode(
         position += 1
     extra = [c.name for c in done[position:] if c.writes]
     if extra:
-        return Verdict.wrong(extracted, f"unexpected state-changing calls: {', '.join(extra)}")
+        return Verdict.wrong(
+            extracted, clip(f"unexpected state-changing calls: {', '.join(extra)}")
+        )
     if state != gold_state:
         return Verdict.wrong(extracted, "final state differs from the expected state")
     return Verdict.correct(extracted)

@@ -26,6 +26,7 @@ from tasks.environments import (
 from tasks.schema import COLUMNS, reference_of
 from verifiers import Status, verify
 from verifiers.tool_call_parsing import render_tool_calls
+from verifiers.verdict import MAX_DETAILS_CHARS
 
 ROWS = {d: generate_workplace_tasks(40, seed=3, difficulty=d) for d in (1, 2, 3, 4)}
 ALL_ROWS = [row for rows in ROWS.values() for row in rows]
@@ -233,13 +234,21 @@ TEXT_CASES = [
     (lambda calls: render_tool_calls(calls[:-1]), Status.WRONG),
     (lambda calls: "I would send it.", Status.WRONG),
     (lambda calls: "<tool_call>{broken</tool_call>", Status.FORMAT_ERROR),
+    # dozens of extra writes: once named them all, past the verdict's details limit
+    (
+        lambda calls: render_tool_calls(
+            calls + [{"name": "add_todo", "arguments": {"title": "x"}}] * 60
+        ),
+        Status.WRONG,
+    ),
 ]
 
 
 @pytest.mark.parametrize(("render", "status"), TEXT_CASES)
 def test_text_only_replay_verifier(render: Any, status: Status) -> None:
     for row in ROWS[1] + ROWS[2]:
-        assert verify(render(gold(row)), reference_of(row), "workplace").status is status
+        verdict = verify(render(gold(row)), reference_of(row), "workplace")
+        assert verdict.status is status and len(verdict.details) <= MAX_DETAILS_CHARS
 
 
 def test_unscorable_references_are_errors() -> None:
