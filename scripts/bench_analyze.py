@@ -101,6 +101,11 @@ def _perturb(t: torch.Tensor, expert: int, g: torch.Generator) -> torch.Tensor:
 
 
 def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM: unlike ru_maxrss, it starts afresh at exec and
+    so does not count the memory of the parent the child was forked from)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
