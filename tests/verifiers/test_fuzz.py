@@ -86,6 +86,7 @@ REFERENCES = {
     "science_mcq": [{"answer": "C", "num_options": 4}, {"answer": "J", "num_options": 10}],
     "science_numeric": [{"answer": "9.81", "unit": "m/s^2"}, {"answer": "3e8"}],
 }
+FUZZED = tuple(REFERENCES)
 
 
 def _soup(rng: random.Random, n: int) -> str:

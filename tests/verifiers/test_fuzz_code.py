@@ -23,6 +23,7 @@ from tasks.micro._common import user_text
 from tasks.schema import reference_of
 from verifiers import ReasoningFormat, get_verifier, verify
 
+FUZZED = ("code",)
 F = "```"
 TEST_LIMIT_S, SAMPLE_LIMIT_S = 0.5, 1.0
 # the longest one verification may take: a stdio run may start with a test limit left

@@ -37,6 +37,7 @@ from tasks.schema import reference_of
 from verifiers import get_verifier
 from verifiers.pool import VerifierPool
 
+FUZZED = ("tool_calls",)  # workplace replays here too; its own module fuzzes episodes
 POOL_TIMEOUT_S = 5.0
 SCHEMA_TYPES = {str: "string", int: "integer", bool: "boolean", float: "float"}
 
