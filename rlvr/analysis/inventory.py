@@ -41,13 +41,8 @@ def discover(study: Path) -> list[ModelSpec]:
 
 def _order(m: ModelSpec) -> tuple:
     stem, seed = split_seed(m.label)
-    rank = (
-        DOMAINS.index(stem)
-        if stem in DOMAINS
-        else list(PRESETS).index(stem)
-        if stem in PRESETS
-        else 99
-    )
+    known = [*DOMAINS, *PRESETS]  # experts in domain order, merges in the paper's order
+    rank = known.index(stem) if stem in known else len(known)
     return ROLE_ORDER.index(m.role), rank, stem, seed_rank(seed)
 
 

@@ -39,12 +39,13 @@ class ShardedWeights:
         self.files = _tensor_files(self.folder)
         self.shapes: dict[str, tuple[int, ...]] = {}
         self.dtypes: dict[str, str] = {}
-        for name, path in self.files.items():
+        for path in sorted(set(self.files.values())):
             with safe_open(str(path), framework="pt") as handle:
-                part = handle.get_slice(name)
-                self.shapes[name] = tuple(part.get_shape())
-                self.dtypes[name] = part.get_dtype()
-                del part  # a slice keeps the file mapped
+                for name in handle.keys():
+                    part = handle.get_slice(name)
+                    self.shapes[name] = tuple(part.get_shape())
+                    self.dtypes[name] = part.get_dtype()
+                    del part  # a slice keeps the file mapped
         self._handle = None
         self._handle_path: Path | None = None
         self._read_since_open = 0
