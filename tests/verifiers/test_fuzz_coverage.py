@@ -7,12 +7,25 @@ module-level ``FUZZED`` tuple; registering a verifier without adding it to one f
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
+import sys
+from functools import cache
 from pathlib import Path
 
-import tasks.environments  # noqa: F401  (registers ``workplace`` outside ``verifiers``)
-from verifiers import known_verifiers
-
 FUZZ_MODULES = sorted(path.stem for path in Path(__file__).parent.glob("test_fuzz*.py"))
+
+
+@cache
+def known_verifiers() -> list[str]:
+    """The product's verifiers, read in a fresh interpreter: test doubles that other tests
+    register in this process (e.g. the pool's killed-once verifier) are not product verifiers."""
+    code = (
+        "import json, tasks.environments, verifiers; "  # environments register ``workplace``
+        "print(json.dumps(verifiers.known_verifiers()))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
 
 
 def declared() -> dict[str, list[str]]:
