@@ -19,10 +19,9 @@ from typing import Any
 import torch
 from trl import DistillationConfig, DistillationTrainer
 
-from rlvr.config import ConfigError, RunConfig
-from rlvr.grpo import report_to, world_size
-from rlvr.models import model_init_kwargs
-from rlvr.runs import DataIdLog, use_cpu
+from rlvr.config import RunConfig
+from rlvr.grpo import per_device_share, trainer_arguments
+from rlvr.runs import DataIdLog
 from rlvr.teachers import Teacher, completion_logprobs
 
 
@@ -31,38 +30,17 @@ def distill_steps(run: RunConfig) -> int:
 
 
 def per_device_rows(run: RunConfig) -> int:
-    """Completions per device per micro-step so one generation batch is one optimiser update."""
     total = run.distill.prompts_per_step * run.distill.samples_per_prompt
-    shards = world_size() * run.trainer.gradient_accumulation_steps
-    if total % shards:
-        raise ConfigError(
-            f"distill.prompts_per_step*distill.samples_per_prompt={total} must divide evenly over "
-            f"{world_size()} processes x {run.trainer.gradient_accumulation_steps} accumulation "
-            "steps; change prompts_per_step or trainer.gradient_accumulation_steps"
-        )
-    return total // shards
+    return per_device_share(run, total, "distill.prompts_per_step*distill.samples_per_prompt")
 
 
 def build_distill_config(run: RunConfig, output_dir: Path) -> DistillationConfig:
     """The only place our settings become TRL's: one field at a time, nothing implicit."""
-    d, t = run.distill, run.trainer
+    d = run.distill
     return DistillationConfig(
-        output_dir=str(output_dir),
-        run_name=f"{run.experiment}/{run.run_name}",
-        report_to=report_to(run),
-        seed=t.seed,
-        data_seed=t.seed,
+        **trainer_arguments(run, output_dir),
         max_steps=distill_steps(run),
-        save_strategy="steps" if t.save_steps > 0 else "no",
-        save_steps=max(t.save_steps, 1),
-        save_total_limit=t.save_total_limit,
-        logging_steps=t.logging_steps,
         per_device_train_batch_size=per_device_rows(run),
-        gradient_accumulation_steps=t.gradient_accumulation_steps,
-        gradient_checkpointing=t.gradient_checkpointing,
-        bf16=t.bf16,
-        use_cpu=use_cpu(t.use_cpu),  # several CPU processes train as one job
-        dataloader_num_workers=t.dataloader_num_workers,
         learning_rate=d.learning_rate,
         lr_scheduler_type=d.lr_scheduler_type,
         warmup_steps=d.warmup_steps,
@@ -73,15 +51,6 @@ def build_distill_config(run: RunConfig, output_dir: Path) -> DistillationConfig
         top_k=0,
         max_completion_length=d.max_completion_length,
         beta=d.beta,
-        use_vllm=t.use_vllm,
-        vllm_mode=t.vllm_mode,
-        vllm_server_base_url=t.vllm_server_base_url,
-        vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
-        chat_template_kwargs=dict(run.model.chat_template_kwargs) or None,
-        model_init_kwargs=model_init_kwargs(run.model),
-        disable_dropout=True,
-        remove_unused_columns=False,
-        save_only_model=False,  # optimizer + RNG state are needed to resume exactly
     )
 
 
