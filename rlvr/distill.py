@@ -19,8 +19,8 @@ log = logging.getLogger(__name__)
 def distill(run: RunConfig, run_dir: Path) -> dict:
     """The whole stage as a recipe; returns the summary written to ``summary.json``."""
     from rlvr import stages
+    from rlvr.distillation.teachers import check_tokenizers, load_teachers
     from rlvr.runs import configure_tracking, local_device, prepare_run_dir
-    from rlvr.teachers import check_tokenizers, load_teachers
 
     started = time.perf_counter()
     prepare_run_dir(run, run_dir)
@@ -55,9 +55,9 @@ def distill(run: RunConfig, run_dir: Path) -> dict:
 
 def teacher_kl(run: RunConfig, model_path: str, teachers: dict, data: dict) -> dict[str, Any]:
     """Held-out per-token KL(student || own teacher) per domain (rank 0, local teachers)."""
+    from rlvr.distillation.teachers import heldout_kl
     from rlvr.models import load_model, load_tokenizer
     from rlvr.runs import barrier, is_main_process, local_device
-    from rlvr.teachers import heldout_kl
 
     rows = [r for dd in data.values() for r in dd.heldout]
     local = all(getattr(t, "model", None) is not None for t in teachers.values())
@@ -86,7 +86,7 @@ def distill_student(
     """TRL's distillation loop from ``start_path`` with routed teachers; (final folder, facts)."""
     from datasets import Dataset
 
-    from rlvr.distillation import RoutedDistillationTrainer, build_distill_config
+    from rlvr.distillation.trainer import RoutedDistillationTrainer, build_distill_config
     from rlvr.models import load_tokenizer
     from rlvr.rewards import ErrorBudget, StepTimer, build_reward_functions
     from rlvr.runs import MetricsFileCallback

@@ -48,7 +48,7 @@ def test_a_domain_without_a_teacher_fails_naming_it(tmp_path):
 def test_a_teacher_with_another_tokenizer_fails_naming_its_domain(tmp_path):
     from transformers import AutoTokenizer
 
-    from rlvr.teachers import check_tokenizers
+    from rlvr.distillation.teachers import check_tokenizers
 
     student, teacher = small_model(tmp_path, 0), small_model(tmp_path, 1)
     other = tmp_path / "other-tokenizer"
@@ -68,8 +68,8 @@ class RecordingTeacher:
     """A real teacher model whose backbone records every row it is asked to score."""
 
     def __init__(self, path: Path, run: RunConfig) -> None:
+        from rlvr.distillation.teachers import LocalTeacher
         from rlvr.models import load_model
-        from rlvr.teachers import LocalTeacher
 
         self.rows: list[list[int]] = []
         self.inner = LocalTeacher(load_model(str(path), run.model))

@@ -20,9 +20,9 @@ import torch
 from trl import DistillationConfig, DistillationTrainer
 
 from rlvr.config import RunConfig
+from rlvr.distillation.teachers import Teacher, completion_logprobs
 from rlvr.grpo import per_device_share, trainer_arguments
 from rlvr.runs import DataIdLog
-from rlvr.teachers import Teacher, completion_logprobs
 
 
 def distill_steps(run: RunConfig) -> int:
