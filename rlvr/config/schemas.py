@@ -1,18 +1,11 @@
-"""Typed config schemas, registered with Hydra's ConfigStore, and their validation.
-
-Every entry point composes the YAML tree in ``conf/`` against these dataclasses, converts the
-result to objects once (``to_config``) and validates it before any model is loaded.
-"""
+"""Typed config schemas, one dataclass per config group, registered with Hydra's ConfigStore."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import DictConfig, OmegaConf
 
 from tasks.schema import DOMAINS
 
@@ -301,131 +294,3 @@ class RunConfig:
 def register_configs() -> None:
     """Register the root schema so Hydra type-checks every composed config against it."""
     ConfigStore.instance().store(name="rlvr_schema", node=RunConfig)
-
-
-CHOICES: dict[str, tuple[str, ...]] = {
-    "algo.loss_type": ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo"),
-    "algo.scale_rewards": ("group", "batch", "none"),
-    "algo.importance_sampling_level": ("token", "sequence"),
-    "mixture.mode": ("natural", "weighted"),
-    "logger.name": ("wandb", "none"),
-    "logger.mode": ("offline", "online", "disabled"),
-    "trainer.vllm_mode": ("colocate", "server"),
-    "eval.backend": ("transformers", "vllm"),
-    "model.dtype": ("float32", "bfloat16", "float16", "auto"),
-    "sandbox.backend": ("auto", "nsjail", "bwrap", "unshare", "rlimit"),
-    "study.launcher": ("local", "submitit_local", "slurm"),
-    "distill.teacher_device": ("train", "server"),
-    "distill.objective": ("sampled_token", "full_vocab"),
-}
-
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
-
-
-def to_config(cfg: DictConfig) -> RunConfig:
-    """Convert a composed Hydra config to the typed object and validate it."""
-    run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
-    validate(run)
-    return run
-
-
-def validate(run: RunConfig, check_paths: bool = True) -> None:
-    """Fail fast, before any model loads, on values that cannot work.
-
-    ``check_paths=False`` (a study's plan) skips inputs that earlier stages have yet to make.
-    """
-    for key, allowed in CHOICES.items():
-        value: Any = run
-        for part in key.split("."):
-            value = getattr(value, part)
-        if value not in allowed:
-            raise ConfigError(f"{key}={value!r} is not valid; choose one of: {', '.join(allowed)}")
-    if not run.domains:
-        raise ConfigError(
-            f"no domains selected; pass e.g. domains=[math]; valid: {', '.join(DOMAINS)}"
-        )
-    for name, dc in run.domains.items():
-        if name not in DOMAINS:
-            raise ConfigError(f"unknown domain {name!r}; valid domains: {', '.join(DOMAINS)}")
-        if not dc.train_tasks and not dc.eval_tasks:
-            raise ConfigError(
-                f"domains.{name} is set but has no tasks: a key like domains.{name}.weight "
-                f"does not select a domain; select it with domains=[...,{name}]"
-            )
-    _check_positive(run)
-    if run.stage == "distill":
-        check_distill(run, check_paths)
-    check_model_source(run.model.name, run.paths.cache_dir)
-    if check_paths and run.init_from and not Path(run.init_from).expanduser().exists():
-        raise ConfigError(
-            f"init_from={run.init_from!r} does not exist; point it at a finished run's "
-            "checkpoint folder (e.g. outputs/<experiment>/<run>/final) or drop the override"
-        )
-
-
-def _check_positive(run: RunConfig) -> None:
-    checks = {
-        "algo.num_generations": run.algo.num_generations >= 2,
-        "algo.prompts_per_step": run.algo.prompts_per_step >= 1,
-        "algo.learning_rate": run.algo.learning_rate > 0,
-        "algo.max_completion_length": run.algo.max_completion_length > 0,
-        "algo.temperature": run.algo.temperature > 0,
-        "trainer.max_steps": run.trainer.max_steps >= 0,
-        "trainer.max_infra_error_rate": 0 <= run.trainer.max_infra_error_rate <= 1,
-        "eval.k": run.eval.k >= 1,
-        "mixture.heldout_size": run.mixture.heldout_size >= 0,
-    }
-    for key, ok in checks.items():
-        if not ok:
-            raise ConfigError(f"{key} has an impossible value; see conf/ for sensible defaults")
-    if run.mixture.mode == "weighted":
-        bad = {d: c.weight for d, c in run.domains.items() if c.weight < 0}
-        if bad or sum(c.weight for c in run.domains.values()) <= 0:
-            raise ConfigError(
-                f"mixture=weighted needs non-negative weights with a positive sum: {bad}"
-            )
-
-
-def check_distill(run: RunConfig, check_paths: bool = True) -> None:
-    """Every selected domain has a teacher (and a server when teachers are served)."""
-    d = run.distill
-    if bad := sorted(set(d.teachers) - set(DOMAINS)):
-        raise ConfigError(f"distill.teachers: unknown domains {bad}; valid: {', '.join(DOMAINS)}")
-    needed = {"distill.teachers": d.teachers}
-    if d.teacher_device == "server":
-        needed["distill.teacher_servers"] = d.teacher_servers
-        if d.objective != "sampled_token":
-            raise ConfigError(
-                "distill.teacher_device=server scores sampled tokens only (a server returns "
-                "their log-probs, not the full distribution): set distill.objective=sampled_token"
-            )
-    for key, mapping in needed.items():
-        if missing := [name for name in run.domains if not mapping.get(name)]:
-            raise ConfigError(
-                f"{key} has no entry for domain(s) {', '.join(missing)}: every row is scored by "
-                f"its own domain's teacher; add {key}.{missing[0]}=<expert folder or URL>"
-            )
-    for domain, path in d.teachers.items() if check_paths else ():
-        try:
-            check_model_source(path, run.paths.cache_dir)
-        except ConfigError as err:
-            raise ConfigError(f"distill.teachers.{domain}: {err}") from None
-    if not 0 <= d.beta <= 1 or d.samples_per_prompt < 1 or d.prompts_per_step < 1:
-        raise ConfigError("distill: beta must lie in [0, 1]; prompts and samples per step >= 1")
-
-
-def check_model_source(name: str, cache_dir: str) -> None:
-    """The model must be the embedded tiny model, an existing folder, or a Hub id."""
-    if name == "tiny":
-        return
-    path = Path(name).expanduser()
-    if path.exists():
-        if not (path / "config.json").exists():
-            raise ConfigError(f"model.name={name!r} is a folder without config.json; not a model")
-        return
-    looks_local = name.startswith((".", "/", "~")) or name.count("/") != 1
-    if looks_local or not _HUB_ID.match(name):
-        raise ConfigError(
-            f"model.name={name!r} is neither an existing folder nor a Hub id (org/name); "
-            "use model=tiny, a conf/model/*.yaml preset, or a path to a saved model"
-        )
