@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tasks.environments.tooling import CallRecord, tool
@@ -102,44 +103,60 @@ class WorkplaceLiteEnvironment:
 # -- tasks: one call per step, requests of a few words --
 
 
-def _email(rng: random.Random, state: dict[str, Any]) -> Step:
-    name, word = rng.choice(state["contacts"])["name"], rng.choice(WORDS)
+@dataclass(frozen=True)
+class Vocabulary:
+    """The values requests are made of: contact names, message words, todo titles. Callers
+    that hold some values out (the micro-suite's held-out split) pass their own pools."""
+
+    names: tuple[str, ...] = NAMES
+    words: tuple[str, ...] = WORDS
+    todos: tuple[str, ...] = TODOS
+
+
+DEFAULT_VOCABULARY = Vocabulary()
+Maker = Callable[[random.Random, dict[str, Any], Vocabulary], Step]
+
+
+def _email(rng: random.Random, state: dict[str, Any], vocab: Vocabulary) -> Step:
+    name, word = rng.choice(state["contacts"])["name"], rng.choice(vocab.words)
     return f"Email {name}: {word}", [gold_call("email", to=name, body=word)]
 
 
-def _contact(rng: random.Random, state: dict[str, Any]) -> Step:
-    name = rng.choice([n for n in NAMES if n not in {c["name"] for c in state["contacts"]}])
+def _contact(rng: random.Random, state: dict[str, Any], vocab: Vocabulary) -> Step:
+    name = rng.choice([n for n in vocab.names if n not in {c["name"] for c in state["contacts"]}])
     address = f"{name}@x.io"
     return f"Save {name}: {address}", [gold_call("contact", name=name, email=address)]
 
 
-def _todo(rng: random.Random, state: dict[str, Any]) -> Step:
-    title = rng.choice([t for t in TODOS if t not in {x["title"] for x in state["todos"]}])
+def _todo(rng: random.Random, state: dict[str, Any], vocab: Vocabulary) -> Step:
+    title = rng.choice([t for t in vocab.todos if t not in {x["title"] for x in state["todos"]}])
     return f"Todo: {title}", [gold_call("todo", title=title)]
 
 
-def _done(rng: random.Random, state: dict[str, Any]) -> Step:
+def _done(rng: random.Random, state: dict[str, Any], vocab: Vocabulary) -> Step:
     title = rng.choice(state["todos"])["title"]
     return f"Done: {title}", [gold_call("done", title=title)]
 
 
 # Steps read the initial state but never depend on each other, so any two combine.
-STEPS: tuple[Callable[[random.Random, dict[str, Any]], Step], ...] = (
-    _email,
-    _contact,
-    _todo,
-    _done,
-)
+STEPS: tuple[Maker, ...] = (_email, _contact, _todo, _done)
 
 
-def make_lite_task(rng: random.Random, difficulty: int) -> tuple[str, dict[str, Any]]:
+def make_lite_task(
+    rng: random.Random, difficulty: int, vocab: Vocabulary = DEFAULT_VOCABULARY
+) -> tuple[str, dict[str, Any]]:
     """One request of ``difficulty`` independent steps and its task (state, gold calls)."""
-    state = initial_state(rng)
-    return compose(state, [step(rng, state) for step in rng.sample(STEPS, difficulty)], difficulty)
+    state = initial_state(rng, vocab.names, vocab.words, vocab.todos)
+    steps = [step(rng, state, vocab) for step in rng.sample(STEPS, difficulty)]
+    return compose(state, steps, difficulty)
 
 
-def generate_lite_tasks(n: int, seed: int, difficulty: int) -> list[dict[str, Any]]:
+def generate_lite_tasks(
+    n: int, seed: int, difficulty: int, vocab: Vocabulary = DEFAULT_VOCABULARY
+) -> list[dict[str, Any]]:
     """``n`` canonical rows (domain ``agent``, verifier ``workplace``, environment ``workplace_lite``)."""
     if difficulty not in LEVELS:
         raise ValueError(f"{NAME} difficulty {difficulty}; valid: {LEVELS}")
-    return task_rows(NAME, make_lite_task, n, seed, difficulty)
+    return task_rows(
+        NAME, lambda rng, level: make_lite_task(rng, level, vocab), n, seed, difficulty
+    )

@@ -29,21 +29,27 @@ def gold_call(tool: str, /, **arguments: Any) -> Call:
     return {"name": tool, "arguments": arguments}
 
 
-def initial_state(rng: random.Random) -> dict[str, list[dict[str, Any]]]:
-    """A small random workplace: 3 contacts, 3 received emails, 2 events, 2 todos."""
-    names = rng.sample(NAMES, 3)
+def initial_state(
+    rng: random.Random,
+    names: tuple[str, ...] = NAMES,
+    words: tuple[str, ...] = WORDS,
+    todos: tuple[str, ...] = TODOS,
+) -> dict[str, list[dict[str, Any]]]:
+    """A small random workplace: 3 contacts, 3 received emails, 2 events, 2 todos, drawn from
+    the given pools (the defaults are the full workplace's)."""
+    contact_names = rng.sample(names, 3)
     contacts = [
         {"name": n, "email": f"{n}@mail.com", "phone": f"555-{rng.randrange(1000, 9999)}"}
-        for n in names
+        for n in contact_names
     ]
     emails = [
         {
             "id": i + 1,
             "folder": "inbox",
-            "from": rng.choice(names),
+            "from": rng.choice(contact_names),
             "to": "me",
             "subject": s,
-            "body": rng.choice(WORDS),
+            "body": rng.choice(words),
         }
         for i, s in enumerate(rng.sample(SUBJECTS, 3))
     ]
@@ -51,8 +57,10 @@ def initial_state(rng: random.Random) -> dict[str, list[dict[str, Any]]]:
         {"id": i + 1, "title": t, "day": rng.choice(DAYS), "time": f"{rng.randrange(8, 18)}:00"}
         for i, t in enumerate(rng.sample(TITLES, 2))
     ]
-    todos = [{"id": i + 1, "title": t, "done": False} for i, t in enumerate(rng.sample(TODOS, 2))]
-    return {"contacts": contacts, "emails": emails, "events": events, "todos": todos}
+    open_todos = [
+        {"id": i + 1, "title": t, "done": False} for i, t in enumerate(rng.sample(todos, 2))
+    ]
+    return {"contacts": contacts, "emails": emails, "events": events, "todos": open_todos}
 
 
 # -- one-call steps (difficulty 1) --

@@ -1,12 +1,14 @@
-"""Micro-suite science: multiple choice over a small built-in fact base, answered ``Answer: X``.
+"""Micro-suite science: multiple choice answered by reasoning over the quantities stated.
 
-A canonical problem is a fact plus its set of distractors, so held-out rows ask facts seen in
-training among option sets never seen there: they measure recall, not memorised letters.
+Every question gives its numbers; none needs a fact beyond a handful of unit factors. Level 1
+compares two stated quantities (two options), level 2 converts a unit (three options), level 3
+applies a relation such as speed = distance / time (four options). Distractors are the results
+of the wrong operation on the same numbers, so guessing by size does not work. A canonical
+problem is its quantities, so held-out rows ask number combinations never seen in training.
 """
 
 from __future__ import annotations
 
-import itertools
 import random
 import re
 from collections.abc import Mapping
@@ -17,94 +19,98 @@ from tasks.micro._common import DomainSpec, generate_rows, think
 LETTERS = "ABCD"
 LEVELS: tuple[int, ...] = (1, 2, 3)  # level L shows L+1 options
 
-# Fact families: question -> answer, with distractors drawn from the family's answer pool.
-FAMILIES: dict[str, dict[str, str]] = {
-    "state": {
-        "Ice is a?": "solid",
-        "Steam is a?": "gas",
-        "Water is a?": "liquid",
-        "Air is a?": "gas",
-        "Milk is a?": "liquid",
-        "A rock is a?": "solid",
-        "Lightning is a?": "plasma",
-        "Wood is a?": "solid",
-    },
-    "unit": {
-        "Unit of force?": "newton",
-        "Unit of energy?": "joule",
-        "Unit of power?": "watt",
-        "Unit of charge?": "coulomb",
-        "Unit of current?": "ampere",
-        "Unit of voltage?": "volt",
-        "Unit of mass?": "kilogram",
-        "Unit of time?": "second",
-        "Unit of length?": "metre",
-        "Unit of pressure?": "pascal",
-        "Unit of frequency?": "hertz",
-        "Unit of resistance?": "ohm",
-    },
-    "element": {
-        "Symbol of iron?": "Fe",
-        "Symbol of gold?": "Au",
-        "Symbol of silver?": "Ag",
-        "Symbol of oxygen?": "O",
-        "Symbol of hydrogen?": "H",
-        "Symbol of carbon?": "C",
-        "Symbol of sodium?": "Na",
-        "Symbol of copper?": "Cu",
-        "Symbol of lead?": "Pb",
-        "Symbol of helium?": "He",
-        "Symbol of nitrogen?": "N",
-        "Symbol of zinc?": "Zn",
-    },
-    "planet": {
-        "Largest planet?": "Jupiter",
-        "The red planet?": "Mars",
-        "Planet we live on?": "Earth",
-        "Closest planet to Sun?": "Mercury",
-        "Hottest planet?": "Venus",
-        "Planet with big rings?": "Saturn",
-        "Farthest planet?": "Neptune",
-    },
-    "number": {
-        "Legs on a spider?": "8",
-        "Legs on an insect?": "6",
-        "Water boils at (C)?": "100",
-        "Water freezes at (C)?": "0",
-        "Hours in a day?": "24",
-        "Planets in our system?": "8",
-        "Months in a year?": "12",
-    },
-    "gas": {
-        "Gas we breathe in?": "oxygen",
-        "Gas in balloons?": "helium",
-        "Main gas in air?": "nitrogen",
-        "Lightest gas?": "hydrogen",
-        "Gas plants take in?": "CO2",
-    },
-}
+# Level 1: (question word, unit, True when the larger value wins) over pairs of objects.
+COMPARISONS: tuple[tuple[str, str, bool], ...] = (
+    ("Heavier", "kg", True),
+    ("Lighter", "kg", False),
+    ("Longer", "m", True),
+    ("Shorter", "m", False),
+    ("Hotter", "C", True),
+    ("Colder", "C", False),
+    ("Faster", "m/s", True),
+    ("Slower", "m/s", False),
+)
+OBJECTS: tuple[str, ...] = ("rock", "box", "ball", "rope", "cart", "cup")
+
+# Level 2: (from unit, to unit, factor); the answer is value * factor.
+CONVERSIONS: tuple[tuple[str, str, int], ...] = (
+    ("km", "m", 1000),
+    ("kg", "g", 1000),
+    ("L", "mL", 1000),
+    ("m", "cm", 100),
+    ("min", "s", 60),
+    ("h", "min", 60),
+)
+
+# Level 3: (name, question template, answer unit, operation) with the two stated numbers a, b.
+RELATIONS: tuple[tuple[str, str, str, str], ...] = (
+    ("speed", "{a} m in {b} s. Speed (m/s)?", "m/s", "/"),
+    ("force", "{a} kg at {b} m/s2. Force (N)?", "N", "*"),
+    ("distance", "{a} m/s for {b} s. Distance (m)?", "m", "*"),
+    ("density", "{a} g in {b} cm3. Density (g/cm3)?", "g/cm3", "/"),
+)
 
 
-def _pool(family: str) -> list[str]:
-    return sorted(set(FAMILIES[family].values()))
+def _space(level: int) -> list[tuple[Any, ...]]:
+    """Canonical problems as plain tuples, so their hash (and the split) is stable."""
+    if level == 1:
+        return [
+            (word, x, y, a, b)
+            for word, _, _ in COMPARISONS
+            for i, x in enumerate(OBJECTS)
+            for y in OBJECTS[i + 1 :]
+            for a in range(1, 10)
+            for b in range(1, 10)
+            if a != b
+        ]
+    if level == 2:
+        return [(src, value) for src, _, _ in CONVERSIONS for value in range(1, 25)]
+    if level == 3:
+        problems = []
+        for name, _, _, op in RELATIONS:
+            for b in range(2, 10):
+                # quotients: the dividend is a multiple of b, so every answer is a whole number
+                for a in [b * q for q in range(2, 10)] if op == "/" else range(2, 10):
+                    problems.append((name, a, b))
+        return problems
+    raise ValueError(f"micro/science has no level {level}")
 
 
-def _space(level: int) -> list[tuple[str, str, tuple[str, ...]]]:
-    """Canonical problems: (question, answer, sorted distractors); order is irrelevant here."""
-    if level not in LEVELS:
-        raise ValueError(f"micro/science has no level {level}")
-    problems = []
-    for family, facts in FAMILIES.items():
-        for question, answer in facts.items():
-            others = [x for x in _pool(family) if x != answer]
-            for combo in itertools.combinations(others, level):
-                problems.append((question, answer, combo))
-    return problems
+def _apply(op: str, a: int, b: int) -> int:
+    return {"+": a + b, "-": a - b, "*": a * b, "/": a // b}[op]
 
 
-def _render(problem: tuple[str, str, tuple[str, ...]], rng: random.Random):
-    question, answer, distractors = problem
-    options = [answer, *distractors]
+def _comparison(problem: tuple[Any, ...]) -> tuple[str, list[str], str, str]:
+    word, x, y, a, b = problem
+    unit, larger = next((u, big) for w, u, big in COMPARISONS if w == word)
+    winner = x if (a > b) == larger else y
+    question = f"{x.capitalize()} {a} {unit}, {y} {b} {unit}. {word}?"
+    return question, [x, y], winner, f"{max(a, b)}>{min(a, b)}"  # no "<" inside <think>
+
+
+def _conversion(problem: tuple[Any, ...]) -> tuple[str, list[str], str, str]:
+    src, value = problem
+    dst, factor = next((d, f) for s, d, f in CONVERSIONS if s == src)
+    others = [f for f in (10, 100, 1000, 60, 24) if f != factor]
+    wrong = [others[(value + i) % len(others)] for i in (0, 2)]  # varies with the value
+    options = [str(value * f) for f in (factor, *wrong)]
+    return f"{value} {src} in {dst}?", options, options[0], f"{value}*{factor}={value * factor}"
+
+
+def _relation(problem: tuple[Any, ...]) -> tuple[str, list[str], str, str]:
+    name, a, b = problem
+    template, unit, op = next((t, u, o) for n, t, u, o in RELATIONS if n == name)
+    right = _apply(op, a, b)
+    # the other operations on the same numbers first, then near misses of the right answer
+    candidates = [a * b, a + b, abs(a - b), a // b if a % b == 0 else 0, right + b, 2 * right]
+    wrong = [v for v in dict.fromkeys(candidates) if v not in (right, 0)][:3]
+    options = [str(v) for v in (right, *wrong)]  # the unit is in the question
+    return template.format(a=a, b=b), options, options[0], f"{a}{op}{b}={right}"
+
+
+def _render(problem: tuple[Any, ...], rng: random.Random) -> tuple[str, dict[str, Any]]:
+    build = {5: _comparison, 2: _conversion, 3: _relation}[len(problem)]
+    question, options, answer, _ = build(problem)
     rng.shuffle(options)  # option order varies by seed; the split does not depend on it
     listing = " ".join(f"{LETTERS[i]}) {opt}" for i, opt in enumerate(options))
     letter = LETTERS[options.index(answer)]
@@ -119,11 +125,29 @@ def generate(n: int, seed: int, difficulty: Any = None, split: str = "train") ->
 
 
 _OPTION = re.compile(r"([A-D])\) (.+?)(?= [A-D]\) |$)")
+_COMPARE = re.compile(r"(\w+) (\d+) \S+, (\w+) (\d+) \S+\. (\w+)\?")
+_CONVERT = re.compile(r"(\d+) (\w+) in \w+\?")
+_NUMBERS = re.compile(r"\d+")
+
+
+def working(question: str) -> str:
+    """The reasoning a demonstration writes: the comparison or the arithmetic on the numbers."""
+    if match := _COMPARE.fullmatch(question):
+        x, a, y, b, word = match.groups()
+        return _comparison((word, x.lower(), y, int(a), int(b)))[3]
+    if match := _CONVERT.fullmatch(question):
+        return _conversion((match.group(2), int(match.group(1))))[3]
+    for name, template, _, _ in RELATIONS:
+        if question.endswith(template.rsplit(". ", 1)[1]):
+            a, b = (int(n) for n in _NUMBERS.findall(question)[:2])
+            return _relation((name, a, b))[3]
+    return ""
 
 
 def demonstration(prompt: str, reference: Mapping[str, Any]) -> str:
-    """SFT target: recall the fact in ``<think>``, then name its letter."""
+    """SFT target: the working in ``<think>`` ending in the chosen option, then its letter."""
     letter = str(reference["answer"])
-    listing = prompt.strip().splitlines()[-1]
-    options = dict(_OPTION.findall(listing))
-    return think(options.get(letter, letter), f"Answer: {letter}")
+    question, _, listing = prompt.strip().rpartition("\n")
+    chosen = dict(_OPTION.findall(listing)).get(letter, letter)
+    steps = working(question)
+    return think(f"{steps}, {chosen}" if steps else chosen, f"Answer: {letter}")

@@ -199,6 +199,23 @@ def test_micro_rows_are_deterministic_and_split_by_prompt() -> None:
     assert not {user(r) for r in train} & {user(r) for r in held}
 
 
+def values_in(row: dict[str, Any]) -> set[str]:
+    """Every argument value the gold calls copy from the request, e-mail addresses as names."""
+    values = {str(v) for call in gold(row) for v in call["arguments"].values()}
+    return {v.removesuffix("@x.io") for v in values}
+
+
+def test_micro_heldout_requests_use_values_no_training_request_contains() -> None:
+    train = [r for s in range(3) for r in micro.generate("agent", 200, s, [1, 2])]
+    held = micro.generate("agent", 64, seed=0, difficulty=[1, 2], split="heldout")
+    seen = set().union(*(values_in(r) for r in train))
+    for row in held:
+        assert values_in(row) and not values_in(row) & seen, row["prompt"][-1]["content"]
+        user = row["prompt"][-1]["content"]
+        assert all(value in user for value in values_in(row))  # copyable from the request
+    assert len(seen) > 300  # enough distinct values that copying, not recall, is what fits
+
+
 # -- prompt length as the tiny model sees it --
 
 
