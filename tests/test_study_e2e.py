@@ -79,7 +79,7 @@ def test_submitit_runs_every_stage_after_its_inputs(reference):
         assert (reference / "report" / table).is_file()
     for name in ("footprint.csv", "footprint_jaccard.csv", "geometry.csv", "geometry.png"):
         assert (reference / "analysis" / name).is_file(), name
-    assert "Analyses of the weights" in (reference / "report" / "report.md").read_text()
+    assert "Analyses of the models" in (reference / "report" / "report.md").read_text()
 
 
 def test_sigkill_during_an_expert_then_rerun_gives_the_same_tables(reference, tmp_path):

@@ -27,7 +27,7 @@ class Output:
 
 def write_outputs(outputs: Sequence[Output], folder: Path, note: str = "") -> Path:
     """Every table as Markdown and CSV, then the index page that shows them all."""
-    parts = ["# Analyses of the study's weights", ""] + ([note, ""] if note else [])
+    parts = ["# Analyses of the study's models", ""] + ([note, ""] if note else [])
     for out in outputs:
         parts.append(f"## {out.name}")
         for table in out.tables:
@@ -47,7 +47,7 @@ def report_section(study: Path) -> list[str]:
         return []
     body = index.read_text().split("\n", 1)[1].replace("](", "](../analysis/")
     body = re.sub(r"^(#+) ", r"#\1 ", body, flags=re.MULTILINE)
-    return [f"## Analyses of the weights ([tables](../analysis/{INDEX}))", body]
+    return [f"## Analyses of the models ([tables](../analysis/{INDEX}))", body]
 
 
 def log_to_wandb(run: RunConfig, outputs: Sequence[Output], folder: Path) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 
+from rlvr.config.analysis import AnalyzeConfig
 from tasks.schema import DOMAINS
 
 
@@ -95,6 +96,9 @@ class SFTConfig:
     examples_per_domain: int = 4000
     weight_decay: float = 0.0
     max_length: int = 256
+    # batches of similar length: the micro-suite's examples run 30-400 tokens, and a random
+    # batch pads every one of them to its longest
+    group_by_length: bool = True
     datasets: list[str] = field(default_factory=list)  # Hub chat datasets; empty: micro-suite demos
 
 
@@ -199,22 +203,6 @@ class ReportConfig:
     metric: str = "avg_at_k"  # avg_at_k | pass_at_k | pass_at_1 | greedy_accuracy
     runs: dict[str, str] = field(default_factory=dict)  # extra run folders: label -> path
     roles: dict[str, str] = field(default_factory=dict)  # label -> base|sft|expert|merge|mixed
-
-
-@dataclass
-class AnalyzeConfig:
-    """``python -m rlvr.analyze``: the paper's analyses of a study's models (``rlvr/analysis/``)."""
-
-    study_dir: str | None = None  # None: <paths.output_root>/<experiment>
-    analyses: list[str] = field(default_factory=lambda: ["footprint", "geometry"])
-    base: str | None = None  # the SFT model; None: <study>/sft/final
-    models: list[str] = field(default_factory=list)  # label=path; empty: the study's models
-    out_dir: str | None = None  # None: <study>/analysis
-    eta: float = 1e-3  # changed: |w - w_sft| > eta * max(|w|, |w_sft|) (the paper's bf16 rule)
-    projection_dim: int = 256
-    seed: int = 0  # of the random projection
-    chunk_elements: int = 1 << 21  # elements per tensor slice read from each model
-    mapped_mb: int = 256  # a weight file is re-opened after this much was read through its map
 
 
 @dataclass

@@ -27,6 +27,7 @@ def _run(study: Path) -> RunConfig:
     run = RunConfig()
     run.logger.name = "none"
     run.analyze.study_dir = str(study)
+    run.analyze.analyses = ["footprint", "geometry"]  # the output analyses need evaluations
     return run
 
 
@@ -57,9 +58,11 @@ def test_the_command_line_entry_point(small_study, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(_rows(small_study / "analysis" / "geometry.csv")) == 6
     assert not (small_study / "analysis" / "footprint.csv").exists()
-    bad = subprocess.run([*cmd[:-1], "analyze.analyses=[kl]"], cwd=REPO, capture_output=True,
+    bad = subprocess.run([*cmd[:-1], "analyze.analyses=[kl2]"], cwd=REPO, capture_output=True,
                          text=True, timeout=600)  # fmt: skip
-    assert bad.returncode == 2 and "known: footprint, geometry" in bad.stderr + bad.stdout
+    assert (
+        bad.returncode == 2 and "known: footprint, geometry, consistency" in bad.stderr + bad.stdout
+    )
 
 
 def test_named_models_and_bad_settings(small_study):
@@ -71,9 +74,13 @@ def test_named_models_and_bad_settings(small_study):
     (out,) = analyze(run)
     assert out.name == "geometry" and out.tables[0].rows == ()  # one model: no pair
     assert not (small_study / "only_geometry" / "footprint.md").exists()
-    a.analyses = ["footprint", "kl"]
-    with pytest.raises(ConfigError, match=r"unknown \['kl'\]; known: footprint, geometry"):
+    a.analyses = ["footprint", "kl2"]
+    with pytest.raises(ConfigError, match=r"unknown \['kl2'\]; known: footprint, geometry, con"):
         analyze(run)
+    a.analyses = ["footprint", "consistency"]  # no evaluations: refused before any weight
+    with pytest.raises(ConfigError, match="drop consistency from analyze.analyses"):
+        analyze(run)
+    assert not (small_study / "only_geometry" / "footprint.md").exists()
     a.analyses, a.base = ["footprint"], str(small_study / "nowhere")
     with pytest.raises(ConfigError, match="no SFT model at"):
         analyze(run)
@@ -83,7 +90,7 @@ def test_the_report_includes_the_analyses_when_present(small_study):
     assert report_section(small_study) == []
     analyze(_run(small_study))
     heading, body = report_section(small_study)
-    assert heading.startswith("## Analyses of the weights")
+    assert heading.startswith("## Analyses of the models")
     assert "![footprint](../analysis/footprint.png)" in body
     assert "#### Update footprint" in body  # one level under the report's own headings
 

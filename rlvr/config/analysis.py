@@ -1,0 +1,30 @@
+"""The schema of ``python -m rlvr.analyze``: which analyses run, and each one's settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+WEIGHT_ANALYSES = ("footprint", "geometry")
+OUTPUT_ANALYSES = ("consistency",)
+
+
+@dataclass
+class ConsistencyConfig:
+    solved_at: float = 0.5  # an item is solved when its Avg@k reaches this
+
+
+@dataclass
+class AnalyzeConfig:
+    """``python -m rlvr.analyze``: the paper's analyses of a study's models (``rlvr/analysis/``)."""
+
+    study_dir: str | None = None  # None: <paths.output_root>/<experiment>
+    analyses: list[str] = field(default_factory=lambda: list(WEIGHT_ANALYSES))
+    base: str | None = None  # the SFT model; None: <study>/sft/final
+    models: list[str] = field(default_factory=list)  # label=path; empty: the study's models
+    out_dir: str | None = None  # None: <study>/analysis
+    eta: float = 1e-3  # changed: |w - w_sft| > eta * max(|w|, |w_sft|) (the paper's bf16 rule)
+    projection_dim: int = 256
+    seed: int = 0  # of the random projection
+    chunk_elements: int = 1 << 21  # elements per tensor slice read from each model
+    mapped_mb: int = 256  # a weight file is re-opened after this much was read through its map
+    consistency: ConsistencyConfig = field(default_factory=ConsistencyConfig)
