@@ -69,7 +69,8 @@ def reference(tmp_path_factory) -> Path:
 
 def test_submitit_runs_every_stage_after_its_inputs(reference):
     stages = json.loads((reference / "study.json").read_text())["stages"]
-    assert len(stages) == 12 and {e["status"] for e in stages.values()} == {"done"}
+    # 12 stages, and the neighbourhood's merge and evaluation of the one pair (math+instruction)
+    assert len(stages) == 14 and {e["status"] for e in stages.values()} == {"done"}
     for name, entry in stages.items():
         for dep in entry["deps"]:
             assert entry["start"] >= stages[dep]["end"], f"{name} started before {dep} ended"
@@ -77,9 +78,11 @@ def test_submitit_runs_every_stage_after_its_inputs(reference):
     assert (reference / ".submitit").is_dir()
     for table in TABLES:
         assert (reference / "report" / table).is_file()
-    for name in ("footprint.csv", "footprint_jaccard.csv", "geometry.csv", "geometry.png"):
+    for name in ("footprint.csv", "footprint_jaccard.csv", "geometry.csv", "geometry.png",
+                 "consistency.csv", "neighbourhood.csv", "kl.csv", "kl.png"):  # fmt: skip
         assert (reference / "analysis" / name).is_file(), name
-    assert "Analyses of the models" in (reference / "report" / "report.md").read_text()
+    report = (reference / "report" / "report.md").read_text()
+    assert "Analyses of the models" in report and "Policy neighbourhood" in report
 
 
 def test_sigkill_during_an_expert_then_rerun_gives_the_same_tables(reference, tmp_path):

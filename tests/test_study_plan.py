@@ -27,13 +27,17 @@ def test_tiny_study_expands_to_every_stage_with_its_dependencies(tmp_path):
     merges = [f"merge-{m}-seed0" for m in MERGES]
     models = ["base", "sft", *(f"{d}-seed0" for d in DOMAINS), "mixed-seed0"]
     models += [f"{m}-seed0" for m in MERGES]
+    pairs = [f"{a}+{b}-seed0" for i, a in enumerate(DOMAINS) for b in DOMAINS[i + 1 :]]
     assert names == [
         "sft",
         *experts,
         "mixed-seed0",
         *merges,
-        "analyze",  # conf/study/embedded.yaml's optional stage
+        # conf/study/embedded.yaml's optional stages: the pairs' merges and evaluations, then
+        # the analyses, which wait for every evaluation
+        *(stage for p in pairs for stage in (f"merge-{p}", f"eval-{p}")),
         *(f"eval-{m}" for m in models),
+        "analyze",
         "report",
     ]
     by_name = {s.name: s for s in stages}
@@ -43,8 +47,17 @@ def test_tiny_study_expands_to_every_stage_with_its_dependencies(tmp_path):
         assert set(by_name[name].deps) == set(experts)
     assert by_name["eval-base"].deps == ()
     assert by_name["eval-ties-seed0"].deps == ("merge-ties-seed0",)
-    assert set(by_name["report"].deps) == {f"eval-{m}" for m in models} | {"analyze"}
-    assert set(by_name["analyze"].deps) == {"sft", *experts, "mixed-seed0", *merges}
+    pair_stages = {f"{kind}-{p}" for p in pairs for kind in ("merge", "eval")}
+    assert set(by_name["report"].deps) == {f"eval-{m}" for m in models} | {"analyze"} | pair_stages
+    evals = {f"eval-{m}" for m in [*models, *pairs]}
+    assert set(by_name["analyze"].deps) == {"sft", *experts, "mixed-seed0", *merges, *evals}
+    pair = by_name["merge-math+code-seed0"]
+    assert set(pair.deps) == {"expert-math-seed0", "expert-code-seed0"}
+    assert "merge=task_arithmetic" in pair.overrides  # analyze.neighbourhood.preset
+    assert pair.out_dir == tmp_path / "neighbourhood" / "merges" / "math+code-seed0"
+    scored = by_name["eval-math+code-seed0"]
+    assert scored.out_dir == tmp_path / "neighbourhood" / "eval" / "math+code-seed0"
+    assert {p.name for p in scored.outputs} == {"micro_math.json", "micro_code.json"}
     assert len(set(hashes.values())) == len(stages)  # every stage its own config
     # inside a study the training stages skip their own held-out evaluations
     for name in ["sft", *experts, "mixed-seed0"]:
@@ -61,7 +74,8 @@ def test_seeds_multiply_trained_models_and_merges_only(tmp_path):
         merge = next(s for s in stages if s.name == f"merge-ties-seed{seed}")
         assert set(merge.deps) == {f"expert-{d}-seed{seed}" for d in DOMAINS}
         assert f"merge.seed={seed}" in merge.overrides
-    assert len(stages) == 1 + 2 * (5 + 1 + 1) + 1 + 2 + 2 * 7 + 1  # one analyze stage
+    # per seed: 5 experts, mixed, merge, their evaluations, 10 pair merges and evaluations
+    assert len(stages) == 1 + 2 * (5 + 1 + 1) + 1 + 2 + 2 * 7 + 1 + 2 * 20
 
 
 def test_stage_commands_parse_back_to_the_planned_paths(tmp_path):
@@ -196,7 +210,7 @@ def test_dry_run_prints_every_stage_with_command_and_dependencies(tmp_path):
     for s in stages:
         line = next(x for x in out.splitlines() if x.startswith(s.name + " "))
         assert line.split("after ")[1] == (",".join(s.deps) or "-")
-    assert out.count("-m rlvr.train") == 6 and out.count("-m rlvr.merge") == 6
+    assert out.count("-m rlvr.train") == 6 and out.count("-m rlvr.merge") == 6 + 10  # + the pairs
     assert not (tmp_path / "study.json").exists()  # a dry run touches nothing
 
 

@@ -1,11 +1,13 @@
-"""The output analyses' PNG figures: stacked bars of newly solved items."""
+"""The output analyses' PNG figures: stacked bars, an asymmetric heatmap, KL vs gain."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-from rlvr.analysis.figures import _pyplot
+import torch
+
+from rlvr.analysis.figures import _heatmap, _pyplot
 
 
 def _save(fig, path: Path) -> Path:
@@ -32,4 +34,36 @@ def consistency_figure(rows: Sequence[tuple], path: Path) -> Path:
     ax.set_ylabel("held-out items newly solved over SFT")
     ax.set_title("Skill consistency", fontsize=9)
     ax.legend(fontsize=6)
+    return _save(fig, path)
+
+
+def neighbourhood_figure(values: torch.Tensor, domains: Sequence[str], path: Path) -> Path:
+    """Row A, column B: score of merge(A, B) on A's benchmarks minus expert A's (points)."""
+    plt = _pyplot()
+    k = len(domains)
+    fig, ax = plt.subplots(figsize=(2.5 + 0.8 * k, 2 + 0.7 * k), layout="constrained")
+    bound = float(values.nan_to_num(0).abs().max()) or 1.0
+    scaled = values / bound  # the heatmap's colour range is [-1, 1]; the text is the value
+    image = _heatmap(ax, scaled, domains, "merge(A, B) - expert A on A's benchmarks", -1.0, "RdBu")
+    for text, v in zip(ax.texts, values.flatten().tolist(), strict=True):
+        text.set_text("–" if v != v else f"{v:+.1f}")
+    ax.set_ylabel("A (domain scored)")
+    ax.set_xlabel("B (expert merged in)")
+    fig.colorbar(image, ax=ax, shrink=0.7, label=f"points / {bound:.1f}")
+    return _save(fig, path)
+
+
+def kl_figure(points: Sequence[tuple[str, float, float | None]], path: Path) -> Path:
+    """Each model's mean per-token KL from SFT against its change in score over SFT."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(4.5, 3.4), layout="constrained")
+    for label, kl, gain in points:
+        if gain is None:
+            continue
+        ax.scatter([kl], [gain], s=18)
+        ax.annotate(label, (kl, gain), fontsize=6, xytext=(3, 2), textcoords="offset points")
+    ax.axhline(0, color="0.7", lw=0.8)
+    ax.set_xlabel("KL(model || SFT) per token, held-out prompts")
+    ax.set_ylabel("score - SFT's (points, mean of benchmarks)")
+    ax.set_title("Policy neighbourhood: distance from SFT vs gain", fontsize=9)
     return _save(fig, path)

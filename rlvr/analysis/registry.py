@@ -17,6 +17,8 @@ from rlvr.analysis.evaluations import load as load_evaluations
 from rlvr.analysis.footprint import Footprint
 from rlvr.analysis.geometry import Geometry
 from rlvr.analysis.inventory import ModelSpec
+from rlvr.analysis.kl import PolicyKL
+from rlvr.analysis.neighbourhood import Neighbourhood
 from rlvr.analysis.outputs import Output
 from rlvr.analysis.weights import Chunk, ShardedWeights, stream
 from rlvr.config import AnalyzeConfig, ConfigError, RunConfig
@@ -48,6 +50,10 @@ OUTPUT_ANALYSES: dict[str, OutputBuilder] = {
     "consistency": lambda run, study: SkillConsistency(
         load_evaluations(study, "consistency"), run.analyze.consistency.solved_at
     ),
+    "neighbourhood": lambda run, study: Neighbourhood(
+        load_evaluations(study, "neighbourhood"), study, run.report.metric
+    ),
+    "kl": lambda run, study: PolicyKL(run, load_evaluations(study, "kl")),
 }
 
 

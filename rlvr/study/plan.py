@@ -223,32 +223,60 @@ def build_plan(run: RunConfig) -> list[Stage]:
         optional += [st.name for st in extra_stages]
         ctx.extra_models += extra_models
     models = _models_to_evaluate(run, ctx, merged)
-    evals = [_eval_stage(run, root, m) for m in models]
+    evals = [eval_stage(run, root, m) for m in models]
     stages += evals
     stages.append(_report_stage(run, root, [*(e.name for e in evals), *optional]))
-    return stages
+    return _dependency_order(stages)
+
+
+def _dependency_order(stages: list[Stage]) -> list[Stage]:
+    """The stages in plan order, except that a stage waiting for later ones (an analysis of
+    the evaluations) moves after them; a dependency on no planned stage fails here."""
+    names = {s.name for s in stages}
+    if missing := sorted({d for s in stages for d in s.deps} - names):
+        raise ConfigError(f"the plan has no stage {missing}, which others wait for")
+    placed: list[Stage] = []
+    done: set[str] = set()
+    todo = list(stages)
+    while todo:
+        ready = next((s for s in todo if set(s.deps) <= done), None)
+        if ready is None:
+            raise ConfigError(f"the plan's stages wait for each other: {[s.name for s in todo]}")
+        placed.append(ready)
+        done.add(ready.name)
+        todo.remove(ready)
+    return placed
+
+
+def eval_stage_name(label: str) -> str:
+    return f"eval-{label}"
 
 
 def _merge_stages(run: RunConfig, ctx: PlanContext, seed: int, stages: list[Stage]):
-    from rlvr.cli import CONF_DIR
-
     experts = [ctx.experts[(d, seed)] for d in run.study.domains]
     for method in run.study.merges:
         name, out = f"merge-{method}-seed{seed}", ctx.root / "merges" / f"{method}-seed{seed}"
-        preset = (Path(CONF_DIR) / "merge" / f"{method}.yaml").is_file()
-        overrides = (
-            f"merge={method}" if preset else f"merge.method={method}",
-            f"merge.name={method}",
-            f"merge.base={quote(ctx.sft.path)}",
-            f"merge.models={quoted_list([e.path for e in experts])}",
-            f"merge.seed={seed}",
-            f"merge.out_dir={quote(str(out))}",
-        )
-        deps = [e.stage for e in experts if e.stage]
-        stages.append(
-            Stage(name, "merge", "rlvr.merge", overrides, tuple(deps), out, (out / "merge.json",))
-        )
+        stages.append(merge_stage(ctx, name, method, experts, seed, out))
         yield ModelRef(f"{method}-seed{seed}", str(out), name)
+
+
+def merge_stage(
+    ctx: PlanContext, name: str, method: str, experts: Sequence[ModelRef], seed: int, out: Path
+) -> Stage:
+    """``rlvr.merge`` of ``experts`` onto the SFT model with a preset or mergekit method."""
+    from rlvr.cli import CONF_DIR
+
+    preset = (Path(CONF_DIR) / "merge" / f"{method}.yaml").is_file()
+    overrides = (
+        f"merge={method}" if preset else f"merge.method={method}",
+        f"merge.name={method}",
+        f"merge.base={quote(ctx.sft.path)}",
+        f"merge.models={quoted_list([e.path for e in experts])}",
+        f"merge.seed={seed}",
+        f"merge.out_dir={quote(str(out))}",
+    )
+    deps = tuple(e.stage for e in experts if e.stage)
+    return Stage(name, "merge", "rlvr.merge", overrides, deps, out, (out / "merge.json",))
 
 
 def _models_to_evaluate(run: RunConfig, ctx: PlanContext, merged: list[ModelRef]):
@@ -263,9 +291,12 @@ def _models_to_evaluate(run: RunConfig, ctx: PlanContext, merged: list[ModelRef]
     ]
 
 
-def _eval_stage(run: RunConfig, root: Path, model: ModelRef) -> Stage:
+def eval_stage(
+    run: RunConfig, root: Path, model: ModelRef, names: Sequence[str] | None = None
+) -> Stage:
+    """``model`` evaluated on ``names`` (default: the study's benchmarks) into ``root/eval``."""
     out = root / "eval" / model.label
-    names = benchmarks(run)
+    names = list(names) if names is not None else benchmarks(run)
     overrides = (
         _domain_option(run, run.study.domains),
         f"eval.models=[{quote(f'{model.label}={model.path}')}]",
@@ -274,7 +305,8 @@ def _eval_stage(run: RunConfig, root: Path, model: ModelRef) -> Stage:
     )
     deps = (model.stage,) if model.stage else ()
     outputs = tuple(out / f"{b}.json" for b in names)
-    return Stage(f"eval-{model.label}", "eval", "rlvr.evaluate", overrides, deps, out, outputs)
+    name = eval_stage_name(model.label)
+    return Stage(name, "eval", "rlvr.evaluate", overrides, deps, out, outputs)
 
 
 def _report_stage(run: RunConfig, root: Path, deps: list[str]) -> Stage:

@@ -107,8 +107,13 @@ def test_the_study_plans_an_analyze_stage_before_the_report(tmp_path):
     by_name = {s.name: s for s in stages}
     stage = by_name["analyze"]
     expected = {"sft", "expert-math-seed0", "expert-code-seed0", "mixed-seed0", "merge-ties-seed0"}
-    assert set(stage.deps) == expected
+    evals = {f"eval-{m}" for m in ("base", "sft", "math-seed0", "code-seed0", "mixed-seed0",
+                                    "ties-seed0")}  # fmt: skip
+    assert set(stage.deps) == expected | evals  # the output analyses read the evaluations
     assert "analyze" in by_name["report"].deps
+    names = [s.name for s in stages]
+    assert names.index("analyze") > max(names.index(e) for e in evals)  # dependencies first
+    assert "analyze.analyses=[footprint,geometry,consistency,kl]" in stage.overrides
     assert stage.out_dir == tmp_path / "analysis"
     models = next(o for o in stage.overrides if o.startswith("analyze.models="))
     assert f"ties-seed0={tmp_path / 'merges' / 'ties-seed0'}" in models
