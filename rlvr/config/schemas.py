@@ -96,9 +96,6 @@ class SFTConfig:
     examples_per_domain: int = 4000
     weight_decay: float = 0.0
     max_length: int = 256
-    # batches of similar length: the micro-suite's examples run 30-400 tokens, and a random
-    # batch pads every one of them to its longest
-    group_by_length: bool = True
     datasets: list[str] = field(default_factory=list)  # Hub chat datasets; empty: micro-suite demos
 
 
