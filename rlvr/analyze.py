@@ -5,8 +5,8 @@ python -m rlvr.analyze analyze.study_dir=<study> 'analyze.analyses=[geometry]'
 python -m rlvr.analyze analyze.base=<sft> 'analyze.models=["math=<run>/final","ties=<merge>"]'
 
 Weight analyses (footprint, geometry) compare every model with the SFT model in one streaming
-pass over the weights; output analyses (consistency, neighbourhood, kl) then read the
-study's evaluations and, for kl, load each model to generate. Each analysis writes
+pass over the weights; output analyses (consistency, neighbourhood, kl, judge) then read the
+study's evaluations and, for kl and judge, load each model to generate. Each analysis writes
 its tables (Markdown + CSV) and its figure (PNG) into ``<study>/analysis/``.
 """
 

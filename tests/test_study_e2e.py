@@ -79,10 +79,10 @@ def test_submitit_runs_every_stage_after_its_inputs(reference):
     for table in TABLES:
         assert (reference / "report" / table).is_file()
     for name in ("footprint.csv", "footprint_jaccard.csv", "geometry.csv", "geometry.png",
-                 "consistency.csv", "neighbourhood.csv", "kl.csv", "kl.png"):  # fmt: skip
+                 "consistency.csv", "neighbourhood.csv", "kl.csv", "judge.csv", "judge.png"):  # fmt: skip
         assert (reference / "analysis" / name).is_file(), name
     report = (reference / "report" / "report.md").read_text()
-    assert "Analyses of the models" in report and "Policy neighbourhood" in report
+    assert "Analyses of the models" in report and "Self-verification" in report
 
 
 def test_sigkill_during_an_expert_then_rerun_gives_the_same_tables(reference, tmp_path):

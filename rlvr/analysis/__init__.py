@@ -1,5 +1,7 @@
-"""The paper's analyses of a study's models: update footprints and task-vector geometry.
+"""The paper's analyses of a study's models: their weights, and their outputs on held-out sets.
 
-One module per analysis, all fed by one streaming pass over the weights (``weights.py``):
-memory is bounded by a few tensor slices, never by the size or number of models.
+Weight analyses (update footprints, task-vector geometry) share one streaming pass over the
+weights (``weights.py``): memory is bounded by a few tensor slices, never by the size or number
+of models. Output analyses (skill consistency, policy neighbourhood, KL from SFT,
+self-verification) read the study's evaluations and, for KL and judging, generate.
 """

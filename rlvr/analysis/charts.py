@@ -1,4 +1,4 @@
-"""The output analyses' PNG figures: stacked bars, an asymmetric heatmap, KL vs gain."""
+"""The output analyses' PNG figures: stacked and grouped bars, an asymmetric heatmap, KL vs gain."""
 
 from __future__ import annotations
 
@@ -66,4 +66,28 @@ def kl_figure(points: Sequence[tuple[str, float, float | None]], path: Path) -> 
     ax.set_xlabel("KL(model || SFT) per token, held-out prompts")
     ax.set_ylabel("score - SFT's (points, mean of benchmarks)")
     ax.set_title("Policy neighbourhood: distance from SFT vs gain", fontsize=9)
+    return _save(fig, path)
+
+
+def judge_figure(
+    labels: Sequence[str], accuracy: Sequence[Sequence[float | None]], series: Sequence[str],
+    base_rate: Sequence[float | None], path: Path,
+) -> Path:  # fmt: skip
+    """Judge accuracy per model, one bar per (domain, mode) series; base rates as dashes."""
+    plt = _pyplot()
+    k = max(1, len(series))
+    fig, ax = plt.subplots(figsize=(3 + 0.5 * len(labels) * k / 2, 3.4), layout="constrained")
+    width = 0.8 / k
+    colors = plt.get_cmap("tab20").colors
+    for j, name in enumerate(series):
+        xs = [i + (j - (k - 1) / 2) * width for i in range(len(labels))]
+        ys = [100 * (row[j] or 0.0) for row in accuracy]
+        ax.bar(xs, ys, width, label=name, color=colors[j % len(colors)])
+        if base_rate[j] is not None:
+            ax.hlines(100 * base_rate[j], xs[0] - width, xs[-1] + width, colors=[colors[j % len(colors)]],
+                      linestyles="dashed", lw=0.8)  # fmt: skip
+    ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("judge accuracy (%); dashed: base rate")
+    ax.set_title("Self-verification", fontsize=9)
+    ax.legend(fontsize=5, ncol=2)
     return _save(fig, path)

@@ -17,6 +17,7 @@ from rlvr.analysis.evaluations import load as load_evaluations
 from rlvr.analysis.footprint import Footprint
 from rlvr.analysis.geometry import Geometry
 from rlvr.analysis.inventory import ModelSpec
+from rlvr.analysis.judge import SelfVerification
 from rlvr.analysis.kl import PolicyKL
 from rlvr.analysis.neighbourhood import Neighbourhood
 from rlvr.analysis.outputs import Output
@@ -54,6 +55,7 @@ OUTPUT_ANALYSES: dict[str, OutputBuilder] = {
         load_evaluations(study, "neighbourhood"), study, run.report.metric
     ),
     "kl": lambda run, study: PolicyKL(run, load_evaluations(study, "kl")),
+    "judge": lambda run, study: SelfVerification(run, load_evaluations(study, "judge")),
 }
 
 

@@ -1,7 +1,7 @@
 """The study's optional ``analyze`` stage: after the models and evaluations it reads, before the report.
 
 ``study.stages=[analyze]`` (on in the embedded study); the report then includes its tables. The
-weight analyses wait for the models; the output analyses (consistency, kl) also for
+weight analyses wait for the models; the output analyses (consistency, kl, judge) also for
 every model's evaluation, and ``neighbourhood`` for the pair merges' evaluations of the
 ``neighbourhood`` stage (without that stage in the plan it is left out).
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 WEIGHT_ANALYSES = ("footprint", "geometry")
-OUTPUT_ANALYSES = ("consistency", "neighbourhood", "kl")
+OUTPUT_ANALYSES = ("consistency", "neighbourhood", "kl", "judge")
 
 
 @dataclass
@@ -28,6 +28,20 @@ class KLConfig:
 
 
 @dataclass
+class JudgeConfig:
+    completions: int = 16  # labelled completions per domain, half correct where possible
+    sources: list[str] = field(default_factory=list)  # whose samples; empty: every model's
+    modes: list[str] = field(default_factory=lambda: ["outcome", "process"])
+    templates: dict[str, str] = field(default_factory=dict)  # mode -> text with {question} ...
+    correct_words: list[str] = field(default_factory=lambda: ["correct", "right", "yes"])
+    wrong_words: list[str] = field(default_factory=lambda: ["incorrect", "wrong", "no"])
+    max_new_tokens: int = 16
+    max_chars: int = 600  # a judged completion is cut to its last this many characters
+    batch_size: int = 32
+    seed: int = 0
+
+
+@dataclass
 class AnalyzeConfig:
     """``python -m rlvr.analyze``: the paper's analyses of a study's models (``rlvr/analysis/``)."""
 
@@ -44,3 +58,4 @@ class AnalyzeConfig:
     consistency: ConsistencyConfig = field(default_factory=ConsistencyConfig)
     neighbourhood: NeighbourhoodConfig = field(default_factory=NeighbourhoodConfig)
     kl: KLConfig = field(default_factory=KLConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)

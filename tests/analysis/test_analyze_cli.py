@@ -113,7 +113,7 @@ def test_the_study_plans_an_analyze_stage_before_the_report(tmp_path):
     assert "analyze" in by_name["report"].deps
     names = [s.name for s in stages]
     assert names.index("analyze") > max(names.index(e) for e in evals)  # dependencies first
-    assert "analyze.analyses=[footprint,geometry,consistency,kl]" in stage.overrides
+    assert "analyze.analyses=[footprint,geometry,consistency,kl,judge]" in stage.overrides
     assert stage.out_dir == tmp_path / "analysis"
     models = next(o for o in stage.overrides if o.startswith("analyze.models="))
     assert f"ties-seed0={tmp_path / 'merges' / 'ties-seed0'}" in models

@@ -1,0 +1,111 @@
+"""Self-verification with real generation: a tiny model built to answer "yes" to everything
+scores exactly the base rate; replies are parsed by their first verdict word; an unparseable
+one is counted and scored wrong; bad templates fail before any model loads."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import write_eval
+
+from rlvr.analysis.evaluations import load as load_evaluations
+from rlvr.analysis.judge import Labelled, SelfVerification, parse, score
+from rlvr.config import ConfigError, RunConfig
+from rlvr.study.commands import compose
+
+WORDS = (["correct", "right", "yes"], ["incorrect", "wrong", "no"])
+
+
+def _run() -> RunConfig:
+    from omegaconf import OmegaConf
+
+    run = OmegaConf.to_object(compose(["run_name=t", "logger=none", "eval.max_prompts=4"]))
+    run.analyze.judge.completions, run.analyze.judge.max_new_tokens = 6, 6
+    return run
+
+
+def yes_model(tiny_model_dir, folder):
+    """The tiny model rewired to reply "yes" to any prompt: every layer's output projections
+    are zero (the residual stream is the last token's embedding), and the embeddings of
+    newline, y, e, s and the end token are set so that each one's successor scores highest:
+    a symmetric score matrix S = E^T diag(g) E, with g the final norm's weight."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    chain = [*tokenizer.encode("\nyes", add_special_tokens=False), tokenizer.eos_token_id]
+    n = len(chain)
+    s = torch.zeros(n, n)
+    for i in range(n - 1):  # successor scores rise along the chain: row i's maximum is i + 1
+        s[i, i + 1] = s[i + 1, i] = float(i + 1)
+    values, vectors = torch.linalg.eigh(s)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        embed = model.model.embed_tokens.weight
+        embed.zero_()
+        embed[chain, :n] = (vectors * values.abs().sqrt()).to(embed.dtype)
+        model.model.norm.weight.zero_()
+        model.model.norm.weight[:n] = torch.sign(values)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [("correct", True), ("Wrong.", False), ("It is incorrect", False), ("yes, right", True),
+     ("<think>correct</think> no", False), ("", None), ("corrects nothing", None),
+     ("answer: Right", True)],
+)  # fmt: skip
+def test_the_first_verdict_word_decides(reply, verdict):
+    assert parse(reply, *WORDS) is verdict
+
+
+def test_always_correct_scores_the_base_rate_and_unparseable_counts_wrong():
+    items = [
+        Labelled("math", "q", "a", "c", correct) for correct in (True, False, False, True, False)
+    ]
+    assert score(items, [True] * 5) == (2 / 5, 0)
+    assert score(items, [None] * 5) == (0.0, 5)
+    assert score(items, [x.correct for x in items]) == (1.0, 0)
+
+
+@pytest.fixture
+def study(tmp_path, tiny_model_dir):
+    yes = yes_model(tiny_model_dir, tmp_path / "yes")
+    from rlvr.analysis.evaluations import heldout_rows
+
+    run = _run()
+    ids = [r["id"] for r in heldout_rows(run, "micro_math")]
+    scores = {ids[0]: [1.0, 0.0], ids[1]: [0.0, 0.0], ids[2]: [1.0, 1.0]}  # 3 of 6 correct
+    write_eval(tmp_path, "sft", "micro_math", scores, str(tiny_model_dir))
+    write_eval(tmp_path, "math-seed0", "micro_math", {ids[3]: [0.0, 0.0]}, str(yes))
+    return tmp_path
+
+
+def test_a_judge_that_always_says_yes_scores_exactly_the_base_rate(study):
+    run = _run()
+    out = SelfVerification(run, load_evaluations(study, "judge")).write(study / "analysis")
+    rows = out.tables[0].rows
+    base = rows[0]
+    assert base[0].startswith("base rate") and base[3] == pytest.approx(50.0)  # 3 of 6 drawn
+    yes = {r[2]: r for r in rows if r[0] == "math-seed0"}
+    for mode in ("outcome", "process"):
+        # math, all, says correct %, unparseable
+        assert yes[mode][3:] == (pytest.approx(base[3]), pytest.approx(base[4]), 100.0, 0)
+    for row in (r for r in rows if r[0] == "sft"):  # the untrained tiny model: mostly noise
+        assert 0 <= row[-1] <= 6 and 0.0 <= row[3] <= 100.0
+    assert out.images[0].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bad_templates_fail_before_any_model_loads(study):
+    run = _run()
+    run.analyze.judge.templates["outcome"] = "Is {answr} right?"
+    with pytest.raises(ConfigError, match="templates.outcome: KeyError"):
+        SelfVerification(run, load_evaluations(study, "judge"))
+    run = _run()
+    run.analyze.judge.modes = ["outcome", "steps"]
+    with pytest.raises(ConfigError, match=r"unknown \['steps'\]; known: outcome, process"):
+        SelfVerification(run, load_evaluations(study, "judge"))
