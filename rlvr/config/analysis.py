@@ -20,7 +20,7 @@ class NeighbourhoodConfig:
 
 @dataclass
 class KLConfig:
-    prompts: int = 8  # held-out prompts per benchmark
+    prompts: int = 4  # held-out prompts per benchmark
     samples: int = 2  # completions sampled from the model per prompt
     max_new_tokens: int = 64
     temperature: float = 1.0
@@ -29,7 +29,7 @@ class KLConfig:
 
 @dataclass
 class JudgeConfig:
-    completions: int = 16  # labelled completions per domain, half correct where possible
+    completions: int = 8  # labelled completions per domain, half correct where possible
     sources: list[str] = field(default_factory=list)  # whose samples; empty: every model's
     modes: list[str] = field(default_factory=lambda: ["outcome", "process"])
     templates: dict[str, str] = field(default_factory=dict)  # mode -> text with {question} ...
