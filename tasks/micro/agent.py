@@ -1,4 +1,4 @@
-"""Micro-suite agent rows: workplace tasks split by prompt, with tool-call demonstrations.
+"""Micro-suite agent rows: workplace tasks split by value or by prompt, with tool-call demonstrations.
 
 Levels 1-2 come from the lite workplace (four tools, a short listing a tiny model can learn
 from) over a procedural vocabulary split by value: held-out requests name contacts, words and
