@@ -18,7 +18,6 @@ Optional in every style: ``max_tests`` (default: the verifier's, 20, sampled wit
 
 from __future__ import annotations
 
-import ast
 import logging
 import random
 import secrets
@@ -27,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from verifiers._ast import parse
 from verifiers.code_extract import extract_code
 from verifiers.code_harness import (
     Unit,
@@ -218,7 +218,7 @@ def join_prefix(prefix: str, code: str) -> str:
 
 def _parses(source: str) -> bool:
     try:
-        ast.parse(source)
+        parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         # the parser reports nesting too deep for it as RecursionError or MemoryError
         return False

@@ -46,6 +46,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from verifiers._ast import parse
+
 
 @dataclass(frozen=True)
 class Unit:
@@ -65,7 +67,7 @@ def split_assert_tests(test: str, entry_point: str | None) -> list[Unit]:
     if entry_point:
         return [Unit("setup", test, "test code"), Unit("test", f"check({entry_point})", "check")]
     try:
-        body = ast.parse(test).body
+        body = parse(test).body
     except SyntaxError:
         return [Unit("test", test, "test code")]
     if not any(isinstance(node, ast.Assert) for node in body):

@@ -1,0 +1,18 @@
+"""``ast.parse`` behind one process-wide lock: CPython before 3.11.8 keeps the AST builder's
+recursion depth in shared module state, so two threads parsing at once (a batch of code
+items scored over the sandbox's threads) can fail one of them with ``SystemError: AST
+constructor recursion depth mismatch`` (CPython gh-106905)."""
+
+from __future__ import annotations
+
+import ast
+import threading
+from typing import Any
+
+AST_LOCK = threading.RLock()  # re-entrant: a finalizer that parses on the same thread is fine
+
+
+def parse(source: str, **kwargs: Any) -> ast.AST:
+    """``ast.parse(source, **kwargs)``, one thread at a time."""
+    with AST_LOCK:
+        return ast.parse(source, **kwargs)
