@@ -1,7 +1,9 @@
-"""``ast.parse`` behind one process-wide lock: CPython 3.11 keeps the AST builder's recursion
-depth in per-interpreter state, so two threads parsing at once (a batch of code items scored
-over the sandbox's threads) can fail one of them with ``SystemError: AST constructor
-recursion depth mismatch`` (seen here on 3.11.7 under load; see CPython gh-106905)."""
+"""``ast.parse`` behind one process-wide lock, so no two threads build an AST at once.
+
+CPython 3.11 keeps the AST builder's recursion depth in per-interpreter state, so two threads
+parsing at once (a batch of code items scored over the sandbox's threads) can fail one of them
+with ``SystemError: AST constructor recursion depth mismatch`` (seen here on 3.11.7 under
+load; see CPython gh-106905)."""
 
 from __future__ import annotations
 
