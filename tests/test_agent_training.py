@@ -102,7 +102,7 @@ def _drop_last_call(demo: str) -> str:
 
 
 def _wrong_value(demo: str) -> str:
-    return re.sub(r'("(?:to|title|body|query)":")[^"]*"', r'\1zzz"', demo)
+    return re.sub(r'("(?:to|title|body|query|email)":")[^"]*"', r'\1zzz"', demo)
 
 
 @pytest.mark.parametrize(
