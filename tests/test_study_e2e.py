@@ -117,4 +117,4 @@ def test_sigkill_during_an_expert_then_rerun_gives_the_same_tables(reference, tm
     final = json.loads((out / "study.json").read_text())["stages"]
     assert {e["status"] for e in final.values()} == {"skipped"}
     assert all(e["wall_s"] and e["device_s"] for e in final.values())  # facts kept on reuse
-    assert "12 skipped" in again.stdout
+    assert "14 skipped" in again.stdout
