@@ -17,6 +17,7 @@ import random
 import typing
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from tasks.environments import call_tool, get_environment_class, tool_names
@@ -43,6 +44,7 @@ def _split_pool(values: list[str], split: str) -> tuple[str, ...]:
     return tuple(v for v in values if is_heldout(("agent-value", v)) == (split == "heldout"))
 
 
+@lru_cache(maxsize=len(SPLITS))
 def vocabulary(split: str) -> Vocabulary:
     """The split's values: consonant-vowel names and words, verb-noun todo titles."""
     syllables = [a + v + b for a in _CONSONANTS for v in _VOWELS for b in _CONSONANTS]

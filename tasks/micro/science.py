@@ -51,6 +51,11 @@ RELATIONS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
+_COMPARISON_BY_WORD = {word: (unit, larger) for word, unit, larger in COMPARISONS}
+_CONVERSION_BY_SOURCE = {src: (dst, factor) for src, dst, factor in CONVERSIONS}
+_RELATION_BY_NAME = {name: (template, unit, op) for name, template, unit, op in RELATIONS}
+
+
 def _space(level: int) -> list[tuple[Any, ...]]:
     """Canonical problems as plain tuples, so their hash (and the split) is stable."""
     if level == 1:
@@ -82,7 +87,7 @@ def _apply(op: str, a: int, b: int) -> int:
 
 def _comparison(problem: tuple[Any, ...]) -> tuple[str, list[str], str, str]:
     word, x, y, a, b = problem
-    unit, larger = next((u, big) for w, u, big in COMPARISONS if w == word)
+    unit, larger = _COMPARISON_BY_WORD[word]
     winner = x if (a > b) == larger else y
     question = f"{x.capitalize()} {a} {unit}, {y} {b} {unit}. {word}?"
     return question, [x, y], winner, f"{max(a, b)}>{min(a, b)}"  # no "<" inside <think>
@@ -90,7 +95,7 @@ def _comparison(problem: tuple[Any, ...]) -> tuple[str, list[str], str, str]:
 
 def _conversion(problem: tuple[Any, ...]) -> tuple[str, list[str], str, str]:
     src, value = problem
-    dst, factor = next((d, f) for s, d, f in CONVERSIONS if s == src)
+    dst, factor = _CONVERSION_BY_SOURCE[src]
     others = [f for f in (10, 100, 1000, 60, 24) if f != factor]
     wrong = [others[(value + i) % len(others)] for i in (0, 2)]  # varies with the value
     options = [str(value * f) for f in (factor, *wrong)]
@@ -99,7 +104,7 @@ def _conversion(problem: tuple[Any, ...]) -> tuple[str, list[str], str, str]:
 
 def _relation(problem: tuple[Any, ...]) -> tuple[str, list[str], str, str]:
     name, a, b = problem
-    template, unit, op = next((t, u, o) for n, t, u, o in RELATIONS if n == name)
+    template, _, op = _RELATION_BY_NAME[name]
     right = _apply(op, a, b)
     # the other operations on the same numbers first, then near misses of the right answer
     candidates = [a * b, a + b, abs(a - b), a // b if a % b == 0 else 0, right + b, 2 * right]
