@@ -18,8 +18,19 @@ def is_complete(folder: Path) -> bool:
         any(folder.glob("*.safetensors"))
         or any(folder.glob("pytorch_model*.bin"))
         or (folder / "adapter_model.safetensors").exists()
+        or _sharded_complete(folder)
     )
     return has_weights and any(folder.glob("rng_state*.pth")) and _state_parses(folder)
+
+
+def _sharded_complete(folder: Path) -> bool:
+    """FSDP ``SHARDED_STATE_DICT`` checkpoints: torch.distributed.checkpoint folders, whose
+    ``.metadata`` is written after every rank's shard, for the model and the optimizer."""
+    models = list(folder.glob("pytorch_model_fsdp_*"))
+    optimizers = list(folder.glob("optimizer_*"))
+    return bool(models) and all(
+        (d / ".metadata").exists() for d in models + optimizers if d.is_dir()
+    )
 
 
 def _state_parses(folder: Path) -> bool:

@@ -11,7 +11,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from rlvr.config import ConfigError, RunConfig
 from rlvr.models import model_init_kwargs
-from rlvr.runs import DataIdLog, use_cpu
+from rlvr.runs import DataIdLog, gradient_checkpointing, use_cpu
 
 
 def world_size() -> int:
@@ -53,7 +53,7 @@ def trainer_arguments(run: RunConfig, output_dir: Path) -> dict[str, Any]:
         save_total_limit=t.save_total_limit,
         logging_steps=t.logging_steps,
         gradient_accumulation_steps=t.gradient_accumulation_steps,
-        gradient_checkpointing=t.gradient_checkpointing,
+        gradient_checkpointing=gradient_checkpointing(t.gradient_checkpointing),
         bf16=t.bf16,
         use_cpu=use_cpu(t.use_cpu),  # several CPU processes train as one job
         dataloader_num_workers=t.dataloader_num_workers,

@@ -6,6 +6,7 @@ import json
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from math import comb
 from typing import Any
 
@@ -37,6 +38,36 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 def mean_pass_at_k(counts: Sequence[tuple[int, int]], k: int) -> float:
     """Mean pass@k over prompts given as (samples, correct) pairs; 0.0 for no prompts."""
     return sum(pass_at_k(n, c, k) for n, c in counts) / len(counts) if counts else 0.0
+
+
+def cap_to_token_budget(
+    rows: Sequence[dict], decoding: Decoding, with_greedy: bool, budget: int
+) -> list[dict]:
+    """The rows whose generation fits ``budget`` new tokens at most (k samples, plus one
+    greedy, of ``max_new_tokens`` each), taken in turn from each domain so every domain
+    keeps its share; all rows when they fit, always at least one."""
+    per_row = (decoding.k + int(with_greedy)) * decoding.max_new_tokens
+    room = max(1, budget // max(per_row, 1))
+    if len(rows) <= room:
+        return list(rows)
+    by_domain: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_domain[r["domain"]].append(r)
+    queues = [list(v) for v in by_domain.values()]
+    kept: list[dict] = []
+    while len(kept) < room:
+        for q in queues:
+            if q and len(kept) < room:
+                kept.append(q.pop(0))
+    log.warning(
+        "in-run held-out evaluation capped to %d of %d rows (%d new tokens each, "
+        "eval.in_run_token_budget=%d); rlvr.evaluate scores whole benchmarks",
+        len(kept),
+        len(rows),
+        per_row,
+        budget,
+    )
+    return kept
 
 
 def score_completions(rows: Sequence[dict], completions: Sequence[Sequence[str]], scorer: Scorer):
@@ -97,6 +128,66 @@ def sample_and_score(
     return texts, verdicts
 
 
+@dataclass(frozen=True)
+class RowScores:
+    """One held-out row's outcome: its domain, sampled scores and correctness, greedy score."""
+
+    domain: str
+    scores: tuple[float, ...]
+    correct: int
+    greedy: float | None
+
+
+def score_rows(
+    model,
+    tokenizer,
+    rows: Sequence[dict],
+    decoding: Decoding,
+    scorer: Scorer,
+    *,
+    with_greedy: bool = True,
+    batch_size: int = 64,
+    seed: int = 0,
+    format_gate: bool = False,
+) -> list[RowScores]:
+    """Sampled (and greedy) completions of every row, scored; one ``RowScores`` per row."""
+    options = {"batch_size": batch_size, "seed": seed, "format_gate": format_gate}
+    _, sampled = sample_and_score(model, tokenizer, rows, decoding, scorer, **options)
+    greedy = None
+    if with_greedy:
+        once = Decoding(greedy=True, max_new_tokens=decoding.max_new_tokens)
+        _, greedy = sample_and_score(model, tokenizer, rows, once, scorer, **options)
+    return [
+        RowScores(
+            domain=r["domain"],
+            scores=tuple(v.score for v in sampled[i]),
+            correct=sum(v.is_correct for v in sampled[i]),
+            greedy=greedy[i][0].score if greedy is not None else None,
+        )
+        for i, r in enumerate(rows)
+    ]
+
+
+def summarise_rows(results: Sequence[RowScores], k: int) -> dict[str, dict[str, float]]:
+    """Per-domain metrics: avg@k, pass@k, pass@1, greedy accuracy, prompt counts."""
+    per_domain: dict[str, list[RowScores]] = defaultdict(list)
+    for r in results:
+        per_domain[r.domain].append(r)
+    metrics: dict[str, dict[str, float]] = {}
+    for domain, part in per_domain.items():
+        m: dict[str, Any] = {
+            "prompts": len(part),
+            "k": k,
+            "avg_at_k": sum(sum(r.scores) / len(r.scores) for r in part) / len(part),
+            "pass_at_k": mean_pass_at_k([(len(r.scores), r.correct) for r in part], k),
+            "pass_at_1": sum(r.correct / k for r in part) / len(part),
+        }
+        if all(r.greedy is not None for r in part):
+            m["greedy_accuracy"] = sum(r.greedy for r in part) / len(part)
+        metrics[domain] = m
+    return metrics
+
+
 def evaluate_rows(
     model,
     tokenizer,
@@ -110,30 +201,15 @@ def evaluate_rows(
     format_gate: bool = False,
 ) -> dict[str, dict[str, float]]:
     """Per-domain metrics on held-out rows: avg@k, pass@k, greedy accuracy, sample counts."""
-    options = {"batch_size": batch_size, "seed": seed, "format_gate": format_gate}
-    _, sampled_verdicts = sample_and_score(model, tokenizer, rows, decoding, scorer, **options)
-    greedy_verdicts = None
-    if with_greedy:
-        greedy = Decoding(greedy=True, max_new_tokens=decoding.max_new_tokens)
-        _, greedy_verdicts = sample_and_score(model, tokenizer, rows, greedy, scorer, **options)
-    per_domain: dict[str, list[int]] = defaultdict(list)
-    for i, r in enumerate(rows):
-        per_domain[r["domain"]].append(i)
-    metrics: dict[str, dict[str, float]] = {}
-    for domain, idx in per_domain.items():
-        scores = [[v.score for v in sampled_verdicts[i]] for i in idx]
-        correct = [sum(v.is_correct for v in sampled_verdicts[i]) for i in idx]
-        m: dict[str, Any] = {
-            "prompts": len(idx),
-            "k": decoding.k,
-            "avg_at_k": sum(sum(s) / len(s) for s in scores) / len(idx),
-            "pass_at_k": mean_pass_at_k(
-                [(len(sampled_verdicts[i]), c) for i, c in zip(idx, correct, strict=True)],
-                decoding.k,
-            ),
-            "pass_at_1": sum(c / decoding.k for c in correct) / len(idx),
-        }
-        if greedy_verdicts is not None:
-            m["greedy_accuracy"] = sum(greedy_verdicts[i][0].score for i in idx) / len(idx)
-        metrics[domain] = m
-    return metrics
+    results = score_rows(
+        model,
+        tokenizer,
+        rows,
+        decoding,
+        scorer,
+        with_greedy=with_greedy,
+        batch_size=batch_size,
+        seed=seed,
+        format_gate=format_gate,
+    )
+    return summarise_rows(results, decoding.k)

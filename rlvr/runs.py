@@ -30,6 +30,44 @@ def barrier() -> None:
         dist.barrier()
 
 
+def requeue_count() -> int:
+    """How often SLURM has requeued this job (``SLURM_RESTART_COUNT``; 0 outside SLURM).
+    A requeued run always resumes from its last complete checkpoint: starting over would
+    overwrite the steps it already paid for."""
+    try:
+        return max(0, int(os.environ.get("SLURM_RESTART_COUNT", "0")))
+    except ValueError:
+        return 0
+
+
+def rank_and_world() -> tuple[int, int]:
+    """This process's rank and the number of processes, from the launcher's environment."""
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def join_process_group(configured_cpu: bool) -> None:
+    """Start the launcher's process group now, as the Trainer would (accelerate's
+    ``PartialState`` with the Trainer's ``use_cpu``), for work before the Trainer exists:
+    the held-out evaluation before training gathers its ranks' rows through it."""
+    import torch.distributed as dist
+
+    if rank_and_world()[1] > 1 and not dist.is_initialized():
+        from accelerate import PartialState
+
+        PartialState(cpu=use_cpu(configured_cpu))
+
+
+def all_gather(items: list) -> list:
+    """Every rank's ``items`` concatenated in rank order, on every rank (picklable objects)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return list(items)
+    parts: list = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, list(items))
+    return [x for part in parts for x in part]
+
+
 def local_device():
     """This rank's GPU when there is one, else the CPU."""
     import torch
@@ -48,6 +86,18 @@ def use_cpu(configured: bool) -> bool:
 
     several = int(os.environ.get("WORLD_SIZE", "1")) > 1
     return configured or (several and not torch.cuda.is_available())
+
+
+def gradient_checkpointing(configured: bool) -> bool:
+    """The Trainer's ``gradient_checkpointing``: off where the launcher's FSDP config already
+    checkpoints activations (``fsdp_activation_checkpointing``), since transformers refuses
+    both at once and FSDP's own checkpointing avoids a redundant all-gather in the backward."""
+    if configured and os.environ.get("FSDP_ACTIVATION_CHECKPOINTING", "false").lower() == "true":
+        log.info(
+            "activation checkpointing is FSDP's (accelerate config): trainer.gradient_checkpointing yields"
+        )
+        return False
+    return configured
 
 
 def prepare_run_dir(run: RunConfig, run_dir: Path) -> Path:

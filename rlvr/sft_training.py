@@ -32,7 +32,14 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
     from rlvr.grpo import report_to
     from rlvr.models import load_tokenizer, model_init_kwargs
     from rlvr.rewards import StepTimer
-    from rlvr.runs import MetricsFileCallback, barrier, is_main_process, use_cpu
+    from rlvr.runs import (
+        MetricsFileCallback,
+        barrier,
+        gradient_checkpointing,
+        is_main_process,
+        use_cpu,
+    )
+    from rlvr.saving import save_full_model
 
     final = out_dir / "final"
     if (final / "config.json").exists():
@@ -58,7 +65,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         logging_steps=max(s.max_steps // 20, 1),
         save_strategy="no",
         bf16=run.trainer.bf16,
-        gradient_checkpointing=run.trainer.gradient_checkpointing,
+        gradient_checkpointing=gradient_checkpointing(run.trainer.gradient_checkpointing),
         use_cpu=use_cpu(run.trainer.use_cpu),
         model_init_kwargs=model_init_kwargs(run.model),
         dataloader_num_workers=0,
@@ -73,7 +80,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         callbacks=[progress],
     )
     trainer.train()
-    trainer.save_model(str(final))
+    save_full_model(trainer, final, lora=False)
     if is_main_process():
         tokenizer.padding_side = "left"
         tokenizer.save_pretrained(str(final))

@@ -83,38 +83,55 @@ def warm_start(run: RunConfig, base_path: str, out_dir: Path) -> tuple[str, floa
 def heldout_eval(
     run: RunConfig, model_path: str, data: dict[str, DomainData], scorer: Scorer
 ) -> dict[str, Any]:
-    """Avg@k (sampled) and greedy accuracy per domain on held-out rows; rank 0 only.
+    """Avg@k (sampled) and greedy accuracy per domain on held-out rows, spread over the ranks.
 
-    Rank comes from the launcher's environment, not from accelerate's state object: the
-    trainer resets that state when it finishes, after which every rank would call itself main.
+    The rows are capped to ``eval.in_run_token_budget`` generated tokens; each rank scores
+    every world-th row and the per-row results are gathered, so every rank returns the same
+    metrics. Runs that generate with vLLM leave it to ``rlvr.evaluate`` (the colocated
+    engine holds the GPU memory a second one would need). Rank comes from the launcher's
+    environment: the trainer resets accelerate's state when it finishes.
     """
     from rlvr.generation import Decoding
-    from rlvr.heldout import evaluate_rows
+    from rlvr.heldout import cap_to_token_budget, score_rows, summarise_rows
     from rlvr.models import load_model, load_tokenizer
+    from rlvr.runs import all_gather, join_process_group, rank_and_world
 
-    metrics: dict[str, Any] = {}
+    e = run.eval
     rows = [r for d in data.values() for r in d.heldout]
-    if is_main_process() and rows:
-        e = run.eval
-        decoding = Decoding(
-            k=e.k, temperature=e.temperature, top_p=e.top_p, max_new_tokens=e.max_new_tokens
+    if not rows:
+        return {}
+    if run.trainer.use_vllm:
+        log.info(
+            "held-out evaluation of %s is left to the evaluation stage under vLLM: run "
+            "python -m rlvr.evaluate 'eval.models=[%s]' eval.backend=vllm",
+            model_path,
+            model_path,
         )
+        return {}
+    decoding = Decoding(
+        k=e.k, temperature=e.temperature, top_p=e.top_p, max_new_tokens=e.max_new_tokens
+    )
+    rows = cap_to_token_budget(rows, decoding, e.greedy, e.in_run_token_budget)
+    join_process_group(run.trainer.use_cpu)
+    rank, world = rank_and_world()
+    mine = rows[rank::world]
+    results = []
+    if mine:
         model = load_model(model_path, run.model).to(local_device())
         tokenizer = load_tokenizer(model_path, run.model)
-        metrics = evaluate_rows(
+        results = score_rows(
             model,
             tokenizer,
-            rows,
+            mine,
             decoding,
             scorer,
             with_greedy=e.greedy,
             batch_size=e.batch_size,
-            seed=run.trainer.seed,
+            seed=run.trainer.seed + rank,
             format_gate=run.algo.format_gate,
         )
         del model
-    barrier()
-    return metrics
+    return summarise_rows(all_gather(results), e.k)
 
 
 def no_eval(run: RunConfig, model_path: str, data: dict[str, DomainData], scorer: Scorer) -> dict:
@@ -197,8 +214,29 @@ def grpo(
         "reward_s": timer.reward_s,
         "infra_errors": dict(budget.errors),
         "verifications": dict(budget.seen),
+        "tokens": trainer.state.num_input_tokens_seen or _logged_tokens(trainer),
+        **peak_memory(),
     }
     return str(final), facts
+
+
+def _logged_tokens(trainer) -> int:
+    """Prompt and completion tokens of the whole run, from TRL's cumulative ``num_tokens``."""
+    logged = [h.get("num_tokens") for h in trainer.state.log_history if "num_tokens" in h]
+    return int(logged[-1]) if logged else 0
+
+
+def peak_memory() -> dict[str, float | None]:
+    """This process's peak resident memory and, on a GPU, peak allocated device memory (GiB)."""
+    import resource
+
+    import torch
+
+    gpu = torch.cuda.max_memory_allocated() / 2**30 if torch.cuda.is_available() else None
+    return {
+        "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "peak_gpu_gib": gpu,
+    }
 
 
 def _peft_config(run: RunConfig):
@@ -218,9 +256,13 @@ def _peft_config(run: RunConfig):
 
 
 def _resume_checkpoint(run: RunConfig, run_dir: Path) -> str | bool | None:
-    if not run.resume:
-        return None
     from rlvr.checkpoints import latest_complete_checkpoint
+    from rlvr.runs import requeue_count
+
+    if requeue_count() and not run.resume:
+        log.info("SLURM requeued this job (restart %d): resuming", requeue_count())
+    elif not run.resume:
+        return None
 
     ckpt = latest_complete_checkpoint(run_dir / "checkpoints")
     if ckpt is None:  # a first start under resume=true (as a study runs it) is not a problem
@@ -232,13 +274,10 @@ def _resume_checkpoint(run: RunConfig, run_dir: Path) -> str | bool | None:
 
 
 def _save_final(trainer, final: Path, run: RunConfig) -> None:
-    """Full weights in ``final/`` (LoRA adapters merged into the base first)."""
-    model = trainer.model
-    if run.peft.enabled and is_main_process():
-        merged = trainer.accelerator.unwrap_model(model).merge_and_unload()
-        merged.save_pretrained(str(final))
-    else:
-        trainer.save_model(str(final))
+    """Full weights and the tokenizer in ``final/`` (LoRA merged, FSDP shards gathered)."""
+    from rlvr.saving import save_full_model
+
+    save_full_model(trainer, final, lora=run.peft.enabled)
     if is_main_process():
         trainer.processing_class.save_pretrained(str(final))
     barrier()

@@ -84,3 +84,27 @@ def test_no_checkpoint_or_no_folder_gives_none(tmp_path):
     assert latest_complete_checkpoint(tmp_path / "absent") is None
     write_checkpoint(tmp_path, 1, without("trainer_state.json"))
     assert latest_complete_checkpoint(tmp_path) is None
+
+
+SHARDED = ("scheduler.pt", "rng_state_0.pth", "rng_state_1.pth", "trainer_state.json")
+
+
+@pytest.mark.parametrize(
+    ("metadata", "complete"),
+    [
+        ({"pytorch_model_fsdp_0", "optimizer_0"}, True),
+        ({"pytorch_model_fsdp_0"}, False),  # killed while the optimizer shards were written
+        ({"optimizer_0"}, False),  # the model shards never finished
+        (set(), False),
+    ],
+)
+def test_fsdp_sharded_checkpoints_need_every_distcp_metadata(metadata, complete, tmp_path):
+    """SHARDED_STATE_DICT checkpoints (the GPU configs) are torch.distributed.checkpoint
+    folders: complete once each one's ``.metadata``, written after all shards, exists."""
+    folder = write_checkpoint(tmp_path, 5, SHARDED)
+    for name in ("pytorch_model_fsdp_0", "optimizer_0"):
+        (folder / name).mkdir()
+        (folder / name / "__0_0.distcp").write_text("x")
+        if name in metadata:
+            (folder / name / ".metadata").write_text("x")
+    assert is_complete(folder) is complete

@@ -38,9 +38,12 @@ OVERRIDES = [
 ]
 
 
-def start(output_root: Path, cache: Path, *extra: str) -> subprocess.Popen:
+def start(
+    output_root: Path, cache: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen:
     env = {
         **os.environ,
+        **(env or {}),
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
         "WANDB_MODE": "disabled",
@@ -171,3 +174,26 @@ def test_killed_and_resumed_run_sees_the_same_steps_and_data(mixture, tmp_path):
         (folder / "checkpoints" / f"checkpoint-{MAX_STEPS}" / "trainer_state.json").read_text()
     )
     assert state["global_step"] == MAX_STEPS
+
+
+def test_a_requeued_slurm_job_resumes_without_being_told(tmp_path):
+    """SLURM requeues a preempted or timed-out job with the same command line and
+    ``SLURM_RESTART_COUNT`` > 0: the run resumes from its last complete checkpoint even
+    without ``resume=true``, instead of starting over in the same folder."""
+    overrides, _ = MIXTURES["natural"]
+    cache = tmp_path / "cache"
+    overrides = [*overrides, f"init_from={guessing_model(cache, tmp_path / 'start')}"]
+    root = tmp_path / "requeued"
+    proc = start(root, cache, *overrides)
+    wait_for_checkpoint(root, KILL_AFTER, proc)
+    kill(proc)
+    folder = run_dir(root)
+    done = int(latest_complete_checkpoint(folder / "checkpoints").name.split("-")[1])
+    before = records(folder)
+
+    finish(start(root, cache, *overrides, env={"SLURM_RESTART_COUNT": "1"}), root)
+    after = records(folder)[len(before) :]
+    assert [r["step"] for r in after] == list(range(done + 1, MAX_STEPS + 1))
+    assert (
+        "SLURM requeued this job (restart 1): resuming" in (tmp_path / "requeued.log").read_text()
+    )

@@ -180,6 +180,9 @@ class EvalConfig:
     # Held-out evaluation inside rlvr.train / rlvr.sft (before and after). A study turns it
     # off: there every model is evaluated once, by rlvr.evaluate, in its evaluation stage.
     in_run: bool = True
+    # Generated tokens at most per in-run evaluation (rows x (k + greedy) x max_new_tokens),
+    # spread over the ranks; past it, rows are dropped evenly across domains, with a warning.
+    in_run_token_budget: int = 2_000_000
 
 
 @dataclass
