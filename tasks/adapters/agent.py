@@ -72,7 +72,7 @@ register_task(
     TaskSpec(
         name="workplace",
         domain="agent",
-        verifier="agent",
+        verifier="workplace",  # the environment replay verifier scores every environment
         source="procedural workplace episodes (tasks.environments)",
         adapt=passthrough,
         split="train",

@@ -6,8 +6,11 @@ and ``responses_create_params.input`` (the chat messages the policy sees); per s
 math ``expected_answer``; stem_mcqa ``options`` ([{letter: text}]) and ``expected_answer``;
 instruction_following ``instruction_id_list``, ``kwargs``, ``prompt``; comp_coding
 ``verifier_metadata.unit_tests.{inputs, outputs}``; workbench ``ground_truth`` (the gold tool
-calls), ``responses_create_params.tools``, ``category``, ``environment_name``. Unresolved
-placeholder records (``_hf_placeholder`` present) carry no question and are dropped, counted.
+calls, ``arguments`` as JSON text), ``responses_create_params.tools``, ``category``,
+``environment_name``. Placeholder records (``_hf_placeholder`` present) carry no question; they
+are resolved from local copies of their source datasets (``tasks.adapters.blend_placeholders``)
+or dropped, counted, with the fix in the reason. Agent rows replay in the ``workbench``
+environment (NeMo Gym's workplace assistant); rows it cannot reproduce are dropped, counted.
 """
 
 from __future__ import annotations
@@ -23,8 +26,12 @@ from tasks.registry import RowContext, TaskSpec, register_task
 
 HUB_ID = "nvidia/Nemotron-3-Nano-RL-Training-Blend"
 PREFIX = "nano_v3_sft_profiled_"
-AGENT_VERIFIER = "agent"  # agent rows are scored by their environment's episode reward
+# Agent rows are scored by their environment's episode: live in TRL's tool loop, or by the
+# environment replay verifier (registered as "workplace", it serves every environment).
+AGENT_VERIFIER = "workplace"
 WORKBENCH_ENV = "workbench"
+# The blend's environment_name values -> our environment (NeMo Gym calls it workplace_assistant)
+ENVIRONMENT_NAMES = {"workbench": WORKBENCH_ENV, "workplace_assistant": WORKBENCH_ENV}
 
 
 def in_datasets(raw: Mapping[str, Any], split: str, *, suffixes: tuple[str, ...]) -> bool:
@@ -34,7 +41,9 @@ def in_datasets(raw: Mapping[str, Any], split: str, *, suffixes: tuple[str, ...]
 
 def _params(raw: Mapping[str, Any], ctx: RowContext) -> Mapping[str, Any]:
     if "_hf_placeholder" in raw:
-        raise SkipRow("unresolved _hf_placeholder (run the card's create_nanov3_jsonl.py)")
+        from tasks.adapters.blend_placeholders import unresolved_reason
+
+        raise SkipRow(unresolved_reason(raw))
     params = json_field(col(raw, "responses_create_params", ctx), "responses_create_params")
     if not isinstance(params, Mapping):
         raise SkipRow("responses_create_params is not an object")
@@ -87,17 +96,44 @@ def code(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
     return ctx.row(prompt, ref, _native(raw))
 
 
+def _gold_call(call: Any) -> dict[str, Any]:
+    arguments = json_field(call.get("arguments", {}), "ground_truth arguments")
+    if not isinstance(call.get("name"), str) or not isinstance(arguments, Mapping):
+        raise SkipRow("ground_truth call without a name and an arguments object")
+    return {"name": call["name"], "arguments": dict(arguments)}
+
+
 def agent(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
+    from tasks.environments import workbench, workbench_data
+
     params = _params(raw, ctx)
+    named = str(raw.get("environment_name") or WORKBENCH_ENV)
+    if named not in ENVIRONMENT_NAMES:
+        raise SkipRow(
+            f"environment {named!r} is not emulated (only {', '.join(ENVIRONMENT_NAMES)})"
+        )
     gold = json_field(col(raw, "ground_truth", ctx), "ground_truth")
-    if not isinstance(gold, list):
+    if not isinstance(gold, list) or not all(isinstance(c, Mapping) for c in gold):
         raise SkipRow("ground_truth is not a list of calls")
+    offered = {t.get("name") for t in params.get("tools") or [] if isinstance(t, Mapping)}
+    missing = sorted(str(n) for n in offered - set(workbench.TOOLS))
+    if missing:
+        raise SkipRow(f"tool {missing[0]} is not emulated by the workbench")
+    folder = workbench_data.database_dir()
     task = {
-        "tools": params.get("tools") or [],
-        "ground_truth": gold,
-        "category": raw.get("category", ""),
+        "ground_truth": [_gold_call(c) for c in gold],
+        "category": str(raw.get("category", "")),
+        "database": str(folder.expanduser().resolve()),
     }
-    env = str(raw.get("environment_name") or WORKBENCH_ENV)
+    try:
+        problems = workbench.gold_problems(task)
+    except workbench_data.DatabaseMissingError:
+        raise SkipRow(
+            f"workbench database not found at {folder}: {workbench_data.SOURCE_HINT}"
+        ) from None
+    if problems:
+        raise SkipRow(f"gold call cannot be replayed: {problems[0][:120]}")
+    env = ENVIRONMENT_NAMES[named]
     ref = {"environment": env, "task": task}
     return ctx.row(messages_of(params.get("input")), ref, _native(raw), environment=env)
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from types import MappingProxyType
 from typing import Any
 
+from tasks.environments.workbench import WorkbenchEnvironment
 from tasks.environments.workplace import WorkplaceEnvironment
 from tasks.environments.workplace_lite import WorkplaceLiteEnvironment
 
@@ -23,7 +24,11 @@ class NoToolsEnvironment:
 
 
 ENVIRONMENTS: MappingProxyType[str, type] = MappingProxyType(
-    {"workplace": WorkplaceEnvironment, "workplace_lite": WorkplaceLiteEnvironment}
+    {
+        "workbench": WorkbenchEnvironment,
+        "workplace": WorkplaceEnvironment,
+        "workplace_lite": WorkplaceLiteEnvironment,
+    }
 )
 
 

@@ -279,8 +279,8 @@ def test_trl_contract() -> None:
 
 def test_environment_registry() -> None:
     factories = environment_factories()
-    assert set(factories) == {"workplace", "workplace_lite", NO_ENVIRONMENT}
+    assert set(factories) == {"workbench", "workplace", "workplace_lite", NO_ENVIRONMENT}
     assert isinstance(factories["workplace"](), WorkplaceEnvironment)
     assert factories[""]().reset(prompt="x") is None
-    with pytest.raises(UnknownEnvironmentError, match="known environments: workplace"):
+    with pytest.raises(UnknownEnvironmentError, match="known environments: workbench, workplace"):
         get_environment_class("kitchen")

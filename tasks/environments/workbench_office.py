@@ -1,0 +1,414 @@
+"""Workbench tools for the business: web analytics, project management and CRM (15 tools).
+
+Names, parameters, validation rules and observations follow NeMo Gym's workplace assistant
+schemas; ``WorkbenchEnvironment`` binds these functions as its methods (``self._state``).
+Date filters compare text, as NeMo Gym's do, so ISO dates order correctly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from typing import Any
+
+from tasks.environments.tooling import ToolError, tool
+from tasks.environments.workbench_data import next_id
+from tasks.environments.workbench_mail import PAGE_SIZE, page_of
+
+PLOT_VALUES = (
+    "total_visits", "session_duration_seconds", "user_engaged", "visits_direct",
+    "visits_referral", "visits_search_engine", "visits_social_media",
+)  # fmt: skip
+PLOT_TYPES = ("bar", "line", "scatter", "histogram")
+LISTS = ("Backlog", "In Progress", "In Review", "Completed")
+BOARDS = ("Back end", "Front end", "Design")
+STATUSES = ("Qualified", "Won", "Lost", "Lead", "Proposal")
+PRODUCTS = ("Software", "Hardware", "Services", "Consulting", "Training")
+TASK_COLUMNS = ("task_id", "task_name", "assigned_to_email", "list_name", "due_date", "board")
+CRM_COLUMNS = (
+    "customer_id", "assigned_to_email", "customer_name", "customer_email", "customer_phone",
+    "last_contact_date", "product_interest", "status", "follow_up_by", "notes",
+)  # fmt: skip
+_EMAIL = re.compile(r"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$")
+
+
+def _choose(value: str, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise ToolError(f"{what} not valid. Please choose from: {', '.join(map(repr, allowed))}.")
+    return value
+
+
+def _visits(self, time_min: str, time_max: str) -> list[dict[str, Any]]:
+    return [
+        v
+        for v in self._state["analytics"]
+        if (not time_min or v["date_of_visit"] >= time_min)
+        and (not time_max or v["date_of_visit"] <= time_max)
+    ]
+
+
+def _per_day(visits: list[dict[str, Any]], value: Any) -> str:
+    totals: dict[str, int] = defaultdict(int)
+    for v in visits:
+        totals[v["date_of_visit"]] += value(v)
+    return json.dumps({day: totals[day] for day in sorted(totals)})
+
+
+@tool(writes=False)
+def analytics_get_visitor_information_by_id(self, visitor_id: str) -> str:
+    """Returns the analytics data for a given visitor ID.
+
+    Args:
+        visitor_id: ID of the visitor
+    """
+    found = [v for v in self._state["analytics"] if v["visitor_id"] == visitor_id]
+    if not found:
+        raise ToolError("Visitor not found.")
+    return json.dumps(found)
+
+
+@tool(writes=True)
+def analytics_create_plot(
+    self, time_min: str, time_max: str, value_to_plot: str, plot_type: str
+) -> str:
+    """Plots the analytics data for a given time range and value.
+
+    Args:
+        time_min: Start date of the time range. Date format is YYYY-MM-DD
+        time_max: End date of the time range. Date format is YYYY-MM-DD
+        value_to_plot: Value to plot. Available values are: 'total_visits', 'session_duration_seconds', 'user_engaged', 'visits_direct', 'visits_referral', 'visits_search_engine', 'visits_social_media'
+        plot_type: Type of plot. Can be 'bar', 'line', 'scatter' or 'histogram'
+    """
+    if not time_min or not time_max:
+        raise ToolError("Start or end date not provided.")
+    _choose(value_to_plot, PLOT_VALUES, "Value to plot")
+    _choose(plot_type, PLOT_TYPES, "Plot type")
+    path = f"plots/{time_min}_{time_max}_{value_to_plot}_{plot_type}.png"
+    self._state["plots"].append({"file_path": path})
+    return path
+
+
+@tool(writes=False)
+def analytics_total_visits_count(self, time_min: str = "", time_max: str = "") -> str:
+    """Returns the total number of visits within a specified time range.
+
+    Args:
+        time_min: Start date of the time range. Date format is YYYY-MM-DD
+        time_max: End date of the time range. Date format is YYYY-MM-DD
+    """
+    return _per_day(_visits(self, time_min, time_max), lambda v: 1)
+
+
+@tool(writes=False)
+def analytics_engaged_users_count(self, time_min: str = "", time_max: str = "") -> str:
+    """Returns the number of engaged users within a specified time range.
+
+    Args:
+        time_min: Start date of the time range. Date format is YYYY-MM-DD
+        time_max: End date of the time range. Date format is YYYY-MM-DD
+    """
+    return _per_day(_visits(self, time_min, time_max), lambda v: int(bool(v["user_engaged"])))
+
+
+@tool(writes=False)
+def analytics_traffic_source_count(
+    self, time_min: str = "", time_max: str = "", traffic_source: str = ""
+) -> str:
+    """Returns the number of visits from a specific traffic source within a specified time range.
+
+    Args:
+        time_min: Start date of the time range. Date format is YYYY-MM-DD
+        time_max: End date of the time range. Date format is YYYY-MM-DD
+        traffic_source: Traffic source to filter the visits. Available values are: 'direct', 'referral', 'search engine', 'social media'
+    """
+    visits = _visits(self, time_min, time_max)
+    if not traffic_source:
+        return _per_day(visits, lambda v: 1)
+    return _per_day(visits, lambda v: int(v["traffic_source"] == traffic_source))
+
+
+@tool(writes=False)
+def analytics_get_average_session_duration(self, time_min: str = "", time_max: str = "") -> str:
+    """Returns the average session duration within a specified time range.
+
+    Args:
+        time_min: Start date of the time range. Date format is YYYY-MM-DD
+        time_max: End date of the time range. Date format is YYYY-MM-DD
+    """
+    days: dict[str, list[float]] = defaultdict(list)
+    for v in _visits(self, time_min, time_max):
+        days[v["date_of_visit"]].append(float(v["session_duration_seconds"]))
+    return json.dumps({d: sum(s) / len(s) for d, s in sorted(days.items())})
+
+
+def _task(self, task_id: str) -> dict[str, Any]:
+    for task in self._state["project_tasks"]:
+        if task["task_id"] == task_id:
+            return task
+    raise ToolError("Task not found.")
+
+
+def _team(self) -> set[str]:
+    return {str(t["assigned_to_email"]).lower() for t in self._state["project_tasks"]}
+
+
+def _assignee(self, email: str) -> str:
+    if email.lower() not in _team(self):
+        raise ToolError("Assignee email not valid. Please choose from the list of team members.")
+    return email.lower()
+
+
+@tool(writes=False)
+def project_management_get_task_information_by_id(self, task_id: str, field: str) -> str:
+    """Returns the task information for a given ID.
+
+    Args:
+        task_id: 8-digit ID of the task
+        field: Field to return. Available fields are: 'task_id', 'task_name', 'assigned_to_email', 'list_name', 'due_date', 'board'
+    """
+    task = _task(self, task_id)
+    if field not in task:
+        raise ToolError("Field not found.")
+    return json.dumps({field: task[field]})
+
+
+@tool(writes=False)
+def project_management_search_tasks(
+    self, task_name: str = "", assigned_to_email: str = "", list_name: str = "",
+    due_date: str = "", board: str = "",
+) -> str:  # fmt: skip
+    """Searches for tasks based on the given parameters.
+
+    Args:
+        task_name: Name of the task
+        assigned_to_email: Email address of the person assigned to the task
+        list_name: Name of the list the task belongs to
+        due_date: Due date of the task in YYYY-MM-DD format
+        board: Name of the board the task belongs to
+    """
+    if not any((task_name, assigned_to_email, list_name, due_date, board)):
+        raise ToolError("No search parameters provided.")
+    if assigned_to_email and not _EMAIL.match(assigned_to_email):
+        raise ToolError("Invalid email format for assigned_to_email.")
+    wanted = {"task_name": task_name, "list_name": list_name, "due_date": due_date, "board": board}
+    found = [
+        t
+        for t in self._state["project_tasks"]
+        if all(v.lower() in str(t[k]).lower() for k, v in wanted.items() if v)
+        and (
+            not assigned_to_email
+            or str(t["assigned_to_email"]).lower() == assigned_to_email.lower()
+        )
+    ]
+    return json.dumps(found)
+
+
+@tool(writes=True)
+def project_management_create_task(
+    self, task_name: str, assigned_to_email: str, list_name: str, due_date: str, board: str
+) -> str:
+    """Creates a new task.
+
+    Args:
+        task_name: Name of the task
+        assigned_to_email: Email address of the person assigned to the task
+        list_name: Name of the list the task belongs to. One of: 'Backlog', 'In Progress', 'In Review', 'Completed'
+        due_date: Due date of the task in YYYY-MM-DD format
+        board: Name of the board the task belongs to. One of: 'Back end', 'Front end', 'Design'
+    """
+    if not all((task_name, assigned_to_email, list_name, due_date, board)):
+        raise ToolError("Missing task details.")
+    values = (
+        next_id(self._state["project_tasks"], "task_id"),
+        task_name,
+        _assignee(self, assigned_to_email),
+        _choose(list_name, LISTS, "List"),
+        due_date,
+        _choose(board, BOARDS, "Board"),
+    )
+    self._state["project_tasks"].append(dict(zip(TASK_COLUMNS, values, strict=True)))
+    return values[0]
+
+
+@tool(writes=True)
+def project_management_delete_task(self, task_id: str) -> str:
+    """Deletes a task by ID.
+
+    Args:
+        task_id: 8-digit ID of the task
+    """
+    self._state["project_tasks"].remove(_task(self, task_id))
+    return "Task deleted successfully."
+
+
+@tool(writes=True)
+def project_management_update_task(self, task_id: str, field: str, new_value: str) -> str:
+    """Updates a task by ID.
+
+    Args:
+        task_id: 8-digit ID of the task
+        field: Field to update. Available fields are: 'task_name', 'assigned_to_email', 'list_name', 'due_date', 'board'
+        new_value: New value for the field
+    """
+    if not (task_id and field and new_value):
+        raise ToolError("Task ID, field, or new value not provided.")
+    checks = {
+        "assigned_to_email": lambda v: _assignee(self, v),
+        "board": lambda v: _choose(v, BOARDS, "Board"),
+        "list_name": lambda v: _choose(v, LISTS, "List"),
+    }
+    value = checks.get(field, lambda v: v)(new_value)
+    task = _task(self, task_id)
+    if field not in TASK_COLUMNS:
+        raise ToolError("Field not valid.")
+    task[field] = value
+    return "Task updated successfully."
+
+
+@tool(writes=False)
+def customer_relationship_manager_search_customers(
+    self, customer_name: str = "", customer_email: str = "", product_interest: str = "",
+    status: str = "", assigned_to_email: str = "", last_contact_date_min: str = "",
+    last_contact_date_max: str = "", follow_up_by_min: str = "", follow_up_by_max: str = "",
+    page: int = 1, page_size: int = PAGE_SIZE,
+) -> str:  # fmt: skip
+    """Searches for customers based on the given parameters with pagination support.
+
+    Args:
+        customer_name: Name of the customer
+        customer_email: Email address of the customer
+        product_interest: Product interest of the customer
+        status: Current status of the customer
+        assigned_to_email: Email address of the person assigned to the customer
+        last_contact_date_min: Minimum last contact date. Format: YYYY-MM-DD
+        last_contact_date_max: Maximum last contact date. Format: YYYY-MM-DD
+        follow_up_by_min: Minimum follow up date. Format: YYYY-MM-DD
+        follow_up_by_max: Maximum follow up date. Format: YYYY-MM-DD
+        page: Page number of results to return
+        page_size: Number of customers per page
+    """
+    contains = {
+        "customer_name": customer_name, "customer_email": customer_email,
+        "product_interest": product_interest, "status": status,
+        "assigned_to_email": assigned_to_email,
+    }  # fmt: skip
+    bounds = {  # column -> (lowest, highest), compared as text
+        "last_contact_date": (last_contact_date_min, last_contact_date_max),
+        "follow_up_by": (follow_up_by_min, follow_up_by_max),
+    }
+    if not any(contains.values()) and not any(v for pair in bounds.values() for v in pair):
+        raise ToolError("No search parameters provided. Please provide at least one parameter.")
+
+    def keep(c: dict[str, Any]) -> bool:
+        for column, value in contains.items():
+            if value and (c[column] is None or value.lower() not in c[column].lower()):
+                return False
+        for column, (low, high) in bounds.items():
+            if (low or high) and c[column] is None:
+                return False
+            if (low and c[column] < low) or (high and c[column] > high):
+                return False
+        return True
+
+    found = [c for c in self._state["crm"] if keep(c)]
+    if not found:
+        return "No customers found."
+    return page_of(found, "customers", page, page_size)
+
+
+def _customer(self, customer_id: str) -> dict[str, Any]:
+    for customer in self._state["crm"]:
+        if customer["customer_id"] == customer_id:
+            return customer
+    raise ToolError("Customer not found.")
+
+
+@tool(writes=True)
+def customer_relationship_manager_update_customer(
+    self, customer_id: str, field: str, new_value: str
+) -> str:
+    """Updates a customer record by ID.
+
+    Args:
+        customer_id: ID of the customer
+        field: Field to update. Available fields are: 'customer_name', 'assigned_to_email', 'customer_email', 'customer_phone', 'last_contact_date', 'product_interest', 'status', 'notes', 'follow_up_by'
+        new_value: New value for the field
+    """
+    if not (customer_id and field and new_value):
+        raise ToolError("Customer ID, field, or new value not provided.")
+    if field == "status":
+        _choose(new_value, STATUSES, "Status")
+    if field == "product_interest":
+        _choose(new_value, PRODUCTS, "Product interest")
+    value = new_value.lower() if field in ("customer_email", "assigned_to_email") else new_value
+    customer = _customer(self, customer_id)
+    if field not in CRM_COLUMNS:
+        raise ToolError(f"Field not valid. Please choose from: {', '.join(CRM_COLUMNS[1:])}")
+    customer[field] = value
+    return "Customer updated successfully."
+
+
+@tool(writes=True)
+def customer_relationship_manager_add_customer(
+    self, customer_name: str, assigned_to_email: str, status: str, customer_email: str = "",
+    customer_phone: str = "", last_contact_date: str = "", product_interest: str = "",
+    notes: str = "", follow_up_by: str = "",
+) -> str:  # fmt: skip
+    """Adds a new customer record.
+
+    Args:
+        customer_name: Name of the customer
+        assigned_to_email: Email address of the person assigned to the customer
+        status: Current status of the customer. One of: 'Qualified', 'Won', 'Lost', 'Lead', 'Proposal'
+        customer_email: Email address of the customer
+        customer_phone: Phone number of the customer
+        last_contact_date: The last date the customer was contacted. Format: YYYY-MM-DD
+        product_interest: Product interest of the customer. One of: 'Software', 'Hardware', 'Services', 'Consulting', 'Training'
+        notes: Notes about the customer
+        follow_up_by: Date for the next follow up. Format: YYYY-MM-DD
+    """
+    if not (customer_name and assigned_to_email and status):
+        raise ToolError(
+            "Please provide all required fields: customer_name, assigned_to_email, status."
+        )
+    # Omitted optional fields are missing values, as in the tables read from CSV
+    given = {
+        "customer_id": next_id(self._state["crm"], "customer_id"),
+        "assigned_to_email": assigned_to_email.lower(), "customer_name": customer_name,
+        "customer_email": customer_email.lower() or None, "customer_phone": customer_phone or None,
+        "last_contact_date": last_contact_date or None, "product_interest": product_interest or None,
+        "status": status, "follow_up_by": follow_up_by or None, "notes": notes,
+    }  # fmt: skip
+    self._state["crm"].append(given)
+    return given["customer_id"]
+
+
+@tool(writes=True)
+def customer_relationship_manager_delete_customer(self, customer_id: str) -> str:
+    """Deletes a customer record by ID.
+
+    Args:
+        customer_id: ID of the customer
+    """
+    self._state["crm"].remove(_customer(self, customer_id))
+    return "Customer deleted successfully."
+
+
+OFFICE_TOOLS = (
+    analytics_get_visitor_information_by_id,
+    analytics_create_plot,
+    analytics_total_visits_count,
+    analytics_engaged_users_count,
+    analytics_traffic_source_count,
+    analytics_get_average_session_duration,
+    project_management_get_task_information_by_id,
+    project_management_search_tasks,
+    project_management_create_task,
+    project_management_delete_task,
+    project_management_update_task,
+    customer_relationship_manager_search_customers,
+    customer_relationship_manager_update_customer,
+    customer_relationship_manager_add_customer,
+    customer_relationship_manager_delete_customer,
+)
