@@ -20,16 +20,51 @@ class DomainData:
     heldout: list[dict[str, Any]]
 
 
-def _load(task: str, *, split: str, n: int, seed: int, difficulty: Any, data_dir: str):
+def task_files(run: RunConfig, domain: str, task: str) -> tuple[str, ...]:
+    """The local files ``task`` reads (``domains.<d>.data_files``), with the blend's
+    placeholders resolved first when ``domains.<d>.resolve_files`` names their sources."""
+    from rlvr.config.domain_files import files_by_task
+
+    dc = run.domains[domain]
+    files = files_by_task(domain, dc).get(task, ())
+    if files and dc.resolve_files:
+        from tasks.adapters.blend_placeholders import resolved_files
+
+        sources = {hub: tuple(paths) for hub, paths in dc.resolve_files.items()}
+        return tuple(resolved_files(files, sources, run.paths.cache_dir))
+    return files
+
+
+def load_task(
+    run: RunConfig, domain: str, task: str, *, split: str, n: int, quality: Any = None
+) -> list[dict[str, Any]]:
+    """Rows of one task as training and evaluation see them; drops counted in ``quality``."""
+    # Held-out rows come from eval.seed, not the training seed: every seed and arm of a study
+    # is measured on the same prompts, so seed variance is training variance alone.
+    seed = run.eval.seed if split == "heldout" else run.trainer.seed
+    difficulty = run.mixture.difficulty.get(domain)
     if task.startswith(MICRO_PREFIX):
         from tasks import micro
 
-        domain = task[len(MICRO_PREFIX) :]
-        return micro.generate(domain, n, seed=seed, difficulty=difficulty, split=split)
+        rows = micro.generate(
+            task[len(MICRO_PREFIX) :], n, seed=seed, difficulty=difficulty, split=split
+        )
+        if quality is not None:
+            counts = quality.counts(f"{task}/{split}")
+            counts.read += len(rows)
+            counts.kept += len(rows)
+        return rows
     from tasks.registry import load_task_rows
 
     # Real tasks carry their own split (training blends vs test benchmarks).
-    return load_task_rows(task, limit=n, data_dir=data_dir, seed=seed)
+    return load_task_rows(
+        task,
+        limit=n,
+        data_dir=run.paths.data_dir,
+        seed=seed,
+        data_files=task_files(run, domain, task) or None,
+        quality=quality,
+    )
 
 
 def build_domain_data(run: RunConfig) -> dict[str, DomainData]:
@@ -39,26 +74,10 @@ def build_domain_data(run: RunConfig) -> dict[str, DomainData]:
     for domain, dc in run.domains.items():
         train: list[dict] = []
         for task in dc.train_tasks:
-            train += _load(
-                task,
-                split="train",
-                n=size,
-                seed=run.trainer.seed,
-                difficulty=run.mixture.difficulty.get(domain),
-                data_dir=run.paths.data_dir,
-            )
+            train += load_task(run, domain, task, split="train", n=size)
         heldout: list[dict] = []
         for task in dc.eval_tasks:
-            heldout += _load(
-                task,
-                split="heldout",
-                n=held,
-                # From eval.seed, not the training seed: every seed and arm of a study is
-                # measured on the same prompts, so seed variance is training variance alone.
-                seed=run.eval.seed,
-                difficulty=run.mixture.difficulty.get(domain),
-                data_dir=run.paths.data_dir,
-            )
+            heldout += load_task(run, domain, task, split="heldout", n=held)
         train_ids = {r["id"] for r in train}
         overlap = [r["id"] for r in heldout if r["id"] in train_ids]
         if overlap:

@@ -3,23 +3,31 @@
 python -m rlvr.data_report domains=[math,code,science,instruction,agent]
 python -m rlvr.data_report experiment=m2rl_rl 'domains=[m2rl/math,m2rl/code]'
 
+python -m rlvr.data_report 'domains=[m2rl/agent]' '+domains.agent.data_files=[train.jsonl]'
+
 Loads exactly what ``rlvr.train`` would (train tasks capped at ``mixture.train_size``, eval
-tasks at ``mixture.heldout_size``, micro-suite difficulty from ``mixture.difficulty``) and
+tasks at ``mixture.heldout_size``, micro-suite difficulty from ``mixture.difficulty``, local
+copies from ``domains.<d>.data_files``, placeholders resolved from ``resolve_files``) and
 prints, for the train and eval parts separately, one line per domain (rows, prompt length
-in characters) and one line per source (read, kept, dropped, duplicates). Tasks that cannot
-load (e.g. Hub datasets offline) are listed with the reason and make the exit status 1.
+in characters), one line per source (read, kept, dropped, duplicates), every drop reason
+with its count, and the unscorable rows: rows that loaded but whose verifier or environment
+name does not resolve, or whose dry check fails (an empty completion verified against the
+reference, or the environment's episode opened on the row, must not be a verifier error).
+Tasks that cannot load (e.g. Hub datasets offline) are listed with the reason and make the
+exit status 1; so do unscorable rows.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlvr.config import RunConfig
-from rlvr.data import MICRO_PREFIX
+from rlvr.data import load_task
 
 log = logging.getLogger(__name__)
 
@@ -32,23 +40,7 @@ class Part:
     rows: list[dict[str, Any]] = field(default_factory=list)
     quality: Any = None  # tasks.quality.QualityLog
     failures: dict[str, str] = field(default_factory=dict)  # task -> reason
-
-
-def _load(task: str, split: str, n: int, difficulty: Any, run: RunConfig, quality) -> list[dict]:
-    """Rows of one task as ``rlvr.data`` loads them, with drops counted in ``quality``."""
-    seed = run.eval.seed if split == "heldout" else run.trainer.seed
-    if task.startswith(MICRO_PREFIX):
-        from tasks import micro
-
-        domain = task[len(MICRO_PREFIX) :]
-        rows = micro.generate(domain, n, seed=seed, difficulty=difficulty, split=split)
-        counts = quality.counts(f"{task}/{split}")
-        counts.read += len(rows)
-        counts.kept += len(rows)
-        return rows
-    from tasks.registry import load_task_rows
-
-    return load_task_rows(task, limit=n, data_dir=run.paths.data_dir, seed=seed, quality=quality)
+    unscorable: dict[str, Counter] = field(default_factory=dict)  # domain -> reason -> rows
 
 
 def load_part(run: RunConfig, part: str) -> Part:
@@ -60,14 +52,46 @@ def load_part(run: RunConfig, part: str) -> Part:
     limit = run.mixture.train_size if part == "train" else run.mixture.heldout_size
     for domain, dc in sorted(run.domains.items()):
         tasks = dc.train_tasks if part == "train" else dc.eval_tasks
-        difficulty = run.mixture.difficulty.get(domain)
         for task in tasks:
             try:
-                out.rows += _load(task, split, limit, difficulty, run, out.quality)
+                out.rows += load_task(run, domain, task, split=split, n=limit, quality=out.quality)
             except Exception as err:  # noqa: BLE001  (a report lists every task it cannot load)
                 out.failures[task] = f"{type(err).__name__}: {err}"
                 log.error("%s (%s): cannot load: %s", task, domain, err)
+    for row in out.rows:
+        reason = unscorable_reason(row, run.domains[row["domain"]].verifier_options)
+        if reason:
+            out.unscorable.setdefault(row["domain"], Counter())[reason] += 1
     return out
+
+
+def unscorable_reason(row: dict[str, Any], options: dict[str, Any]) -> str | None:
+    """Why a loaded row could not be scored, or None: names that do not resolve, or a dry
+    check that ends in a verifier error (empty completion; for environment rows, the episode
+    the row opens, scored before any call)."""
+    from rlvr.scoring import VerifierCache
+    from tasks.environments import UnknownEnvironmentError, episode_verdict, get_environment_class
+    from tasks.schema import reference_of
+    from verifiers import Status, UnknownVerifierError, verify
+
+    try:
+        verifier = VerifierCache(options)(row["verifier"])
+    except UnknownVerifierError:
+        return f"unknown verifier {row['verifier']!r}"
+    if row.get("environment"):
+        try:
+            environment = get_environment_class(row["environment"])()
+        except UnknownEnvironmentError:
+            return f"unknown environment {row['environment']!r}"
+        environment.reset(**row)
+        verdict = episode_verdict(environment)
+        if verdict is None:
+            return f"environment {row['environment']!r} found no task in the reference"
+    else:
+        verdict = verify("", reference_of(row), verifier)
+    if verdict.status is Status.ERROR:
+        return f"{row['verifier']}: {verdict.details[:120]}"
+    return None
 
 
 def overlap(train: Part, heldout: Part) -> dict[str, int]:
@@ -88,12 +112,16 @@ def format_part(part: Part) -> str:
     lines = [f"== {part.name}: {len(part.rows)} rows =="]
     if part.rows:
         lines.append(format_report(domain_stats(part.rows), part.quality))
+    for source, counts in sorted(part.quality.sources.items()):
+        lines += [f"dropped  {source}  {n}  {why}" for why, n in counts.dropped.most_common()]
+    for domain, reasons in sorted(part.unscorable.items()):
+        lines += [f"unscorable  {domain}  {n}  {why}" for why, n in reasons.most_common()]
     lines += [f"unavailable  {task}: {reason}" for task, reason in sorted(part.failures.items())]
     return "\n".join(lines)
 
 
 def build_report(run: RunConfig) -> tuple[str, bool]:
-    """The report text, and whether every configured task loaded."""
+    """The report text, and whether every configured task loaded into scorable rows."""
     train, heldout = load_part(run, "train"), load_part(run, "eval")
     leaks = overlap(train, heldout)
     lines = [
@@ -104,7 +132,8 @@ def build_report(run: RunConfig) -> tuple[str, bool]:
         "train/eval overlap (id or prompt): "
         + (", ".join(f"{d}: {n}" for d, n in sorted(leaks.items())) or "none"),
     ]
-    return "\n\n".join(lines), not (train.failures or heldout.failures)
+    parts = (train, heldout)
+    return "\n\n".join(lines), not any(p.failures or p.unscorable for p in parts)
 
 
 def main() -> None:

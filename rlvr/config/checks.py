@@ -8,6 +8,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rlvr.config.domain_files import check_domain_files
 from rlvr.config.schemas import ConfigError, RunConfig
 from tasks.schema import DOMAINS
 
@@ -61,6 +62,7 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
                 f"does not select a domain; select it with domains=[...,{name}]"
             )
     _check_positive(run)
+    check_domain_files(run)
     if run.stage == "distill":
         check_distill(run, check_paths)
     check_model_source(run.model.name, run.paths.cache_dir)

@@ -23,6 +23,7 @@ class TinySpecConfig:
     num_key_value_heads: int = 2
     intermediate_size: int = 512
     max_position_embeddings: int = 512
+    rope_theta: float = 10000.0
     seed: int = 0
 
 
@@ -39,12 +40,24 @@ class ModelConfig:
 
 @dataclass
 class DomainConfig:
-    """One domain's data and scoring; the key in ``domains`` is the domain name."""
+    """One domain's data and scoring; the key in ``domains`` is the domain name.
+
+    ``data_files``: local copies of Hub data, read instead of the Hub (JSONL/JSON, optionally
+    gzipped, or Parquet). Either ``{task: [path, ...]}`` naming any of this domain's tasks, or a
+    plain ``[path, ...]`` when the domain has exactly one train task (it goes to that task).
+    ``resolve_files``: ``{hub id: [path, ...]}``, local copies of the source datasets that the
+    Nemotron blend's ``_hf_placeholder`` rows index into (e.g. BytedTsinghua-SIA/DAPO-Math-17k,
+    Skywork/Skywork-OR1-RL-Data), whole splits in Hub row order; needs the blend itself in
+    ``data_files``. Placeholders left unresolved are dropped and counted. Missing files fail
+    the config check, naming the path.
+    """
 
     train_tasks: list[str] = field(default_factory=list)
     eval_tasks: list[str] = field(default_factory=list)
     weight: float = 1.0  # used by mixture=weighted
     verifier_options: dict[str, Any] = field(default_factory=dict)
+    data_files: Any = None  # dict[str, list[str]] | list[str] | None (see the docstring)
+    resolve_files: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
