@@ -19,6 +19,7 @@ from tasks.environments.scoring import (
     replay,
 )
 from tasks.environments.tooling import ToolError, call_tool, tool, tool_names
+from tasks.environments.workbench import WorkbenchEnvironment
 from tasks.environments.workplace import WorkplaceEnvironment
 from tasks.environments.workplace_tasks import generate_workplace_tasks
 
@@ -29,6 +30,7 @@ __all__ = [
     "NoToolsEnvironment",
     "ToolError",
     "UnknownEnvironmentError",
+    "WorkbenchEnvironment",
     "WorkplaceEnvironment",
     "call_tool",
     "environment_factories",
