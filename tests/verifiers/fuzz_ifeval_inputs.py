@@ -65,7 +65,22 @@ def phrase(rng: random.Random) -> str:
 
 
 def kwargs_for(rng: random.Random, instruction_id: str) -> dict[str, Any]:
-    """Random valid kwargs for one instruction id (IFEval's argument names)."""
+    """Random valid kwargs for one instruction id (the suites' argument names).
+
+    A draw the table rejects (a range whose ends came out reversed, a position of 0) is
+    drawn again: only model output is fuzzed here.
+    """
+    for _ in range(50):
+        kwargs = _draw_kwargs(rng, instruction_id)
+        try:
+            parse_reference({"instruction_id_list": [instruction_id], "kwargs": [kwargs]})
+        except ValueError:
+            continue
+        return kwargs
+    raise AssertionError(f"no valid kwargs drawn for {instruction_id}")
+
+
+def _draw_kwargs(rng: random.Random, instruction_id: str) -> dict[str, Any]:
     relation = rng.choice(["less than", "at least"])
     draws: dict[str, Callable[[], Any]] = {
         "keywords": lambda: [phrase(rng) for _ in range(rng.randint(1, 5))],
@@ -81,9 +96,20 @@ def kwargs_for(rng: random.Random, instruction_id: str) -> dict[str, Any]:
         "relation": lambda: relation,
         "let_relation": lambda: relation,
         "capital_relation": lambda: relation,
+        "phrase": lambda: rng.choice(["the quick brown fox", "a b", phrase(rng)]),
+        "last_word": lambda: rng.choice(WORDS + PHRASES[:4]),
+        "word": lambda: phrase(rng),
+        "reference_text": lambda: rng.choice([phrase(rng), "Write about tea. " * 50]),
+        "options": lambda: rng.choice(["yes/no/maybe", "I know or I don't know", "a), b), c)"]),
+        "sep": lambda: rng.choice(["...", "SEPARATOR", "!?!?", "-", phrase(rng)]),
+        **{f"keyword{i}": (lambda: phrase(rng)) for i in range(1, 6)},
     }
     params = inspect.signature(CHECKS[instruction_id]).parameters
-    kwargs = {n: draws.get(n, lambda: count(rng))() for n in params if n != "response"}
+    kwargs = {
+        n: draws.get(n, lambda: count(rng))()
+        for n, p in params.items()
+        if n != "response" and p.default is p.empty
+    }
     if "nth_paragraph" in kwargs:  # must lie in 1..num_paragraphs
         total = max(1, int(float(kwargs["num_paragraphs"])) % 200)
         kwargs["num_paragraphs"], kwargs["nth_paragraph"] = total, rng.randint(1, total)

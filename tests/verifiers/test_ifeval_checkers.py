@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from verifiers.ifeval import CHECKS, evaluate_response
+from verifiers.ifeval import evaluate_response
+from verifiers.ifeval.suites import SUITES
 
 LONG_EN = (
     "Please write to me when you have time. I would like to hear about your trip and your family."
@@ -270,8 +271,8 @@ def test_instruction_table(instruction_id: str, kwargs: dict, response: str, exp
 
 def test_table_covers_every_instruction_both_ways():
     outcomes = {(i, expected) for i, _, _, expected in CASES}
-    assert len(CHECKS) == 25
-    assert outcomes == {(i, e) for i in CHECKS for e in (True, False)}
+    assert len(SUITES["ifeval"]) == 25
+    assert outcomes == {(i, e) for i in SUITES["ifeval"] for e in (True, False)}
 
 
 @pytest.mark.parametrize(

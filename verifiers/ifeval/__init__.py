@@ -1,4 +1,4 @@
-"""IFEval instruction following: 25 instruction checkers and the ``ifeval`` verifier."""
+"""Instruction following: IFEval, IFEvalG and IFBench checkers and the ``ifeval`` verifier."""
 
 from verifiers.ifeval.instructions import (
     CHECKS,

@@ -1,6 +1,7 @@
-"""IFEval instruction table: ids -> checkers, reference parsing, per-response evaluation.
+"""Instruction table: ids -> checkers, reference parsing, per-response evaluation.
 
-A reference that cannot be scored (unknown id, missing or wrong-typed argument, negative
+The table holds IFEval's 25 ids and those IFEvalG and IFBench add (``suites``). A
+reference that cannot be scored (unknown id, missing or wrong-typed argument, negative
 count, blank phrase) raises ``InvalidReferenceError``; the verifier turns it into an error
 verdict, never a score. Agreement with the reference implementations' own test suites is
 checked case by case in ``tests/verifiers/test_ifeval_upstream.py``. Deliberate differences
@@ -19,15 +20,12 @@ from __future__ import annotations
 import inspect
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from verifiers.ifeval.checks_layout import LAYOUT_CHECKS
-from verifiers.ifeval.checks_lexical import LEXICAL_CHECKS
 from verifiers.ifeval.loose import response_variants
-
-CHECKS: dict[str, Callable[..., bool]] = {**LEXICAL_CHECKS, **LAYOUT_CHECKS}
+from verifiers.ifeval.suites import CHECKS
 
 
 class InvalidReferenceError(ValueError):
@@ -62,10 +60,19 @@ def _count(value: Any) -> int | None:
 def _convert(instruction_id: str, name: str, value: Any, annotation: str) -> Any:
     """One argument in canonical form: counts >= 0, strings without padding, never empty.
 
-    Every IFEval integer argument is a count, so a negative one is a malformed reference.
-    Padding is dropped because references are typed by people (" foo " means "foo"),
-    as Google's checkers strip their phrase arguments.
+    Every integer argument is a count or a position, so a negative one is a malformed
+    reference. Padding is dropped because references are typed by people (" foo " means
+    "foo"), as Google's checkers strip their phrase arguments; a ``Verbatim`` string (a
+    text to copy, index into or overlap with) is kept as written. A ``WordOrFirst``
+    argument may be a list, whose first item is the word, as IFEvalG reads it.
     """
+    annotation = annotation.removesuffix(" | None")
+    if annotation == "WordOrFirst" and isinstance(value, list | tuple) and value:
+        value, annotation = value[0], "str"
+    if annotation == "WordOrFirst":
+        annotation = "str"
+    if annotation == "Verbatim" and isinstance(value, str) and value.strip():
+        return value
     if annotation == "int" and (count := _count(value)) is not None:
         if count < 0:
             raise InvalidReferenceError(f"{instruction_id}: {name}={count} must not be negative")
@@ -79,7 +86,10 @@ def _convert(instruction_id: str, name: str, value: Any, annotation: str) -> Any
 
 
 def bind(instruction_id: str, kwargs: Mapping[str, Any] | None) -> Instruction:
-    """Validate one instruction's arguments; ``None`` values are dropped, as IFEval does."""
+    """Validate one instruction's arguments; ``None`` values are dropped, as IFEval does.
+
+    Arguments with a default in the checker's signature may be left out.
+    """
     check = CHECKS.get(instruction_id)
     if check is None:
         raise UnsupportedInstructionError(f"unsupported instruction id {instruction_id!r}")
@@ -91,11 +101,13 @@ def bind(instruction_id: str, kwargs: Mapping[str, Any] | None) -> Instruction:
     }
     if unknown := sorted(set(given) - set(params)):
         raise InvalidReferenceError(f"{instruction_id}: unexpected arguments {unknown}")
-    if missing := sorted(set(params) - set(given)):
+    required = {name for name, p in params.items() if p.default is p.empty}
+    if missing := sorted(required - set(given)):
         raise InvalidReferenceError(f"{instruction_id}: missing arguments {missing}")
     arguments = tuple(
         (name, _convert(instruction_id, name, given[name], str(params[name].annotation)))
         for name in params
+        if name in given
     )
     instruction = Instruction(instruction_id, arguments)
     try:

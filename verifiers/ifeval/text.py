@@ -29,6 +29,8 @@ _TOKEN = re.compile(r"\S+")
 # Closing characters that may trail a sentence-final mark ("end." / end.) / *end.*).
 _CLOSERS = "\"')]}*_`»”’"
 _OPENERS = "\"'([{*_`«“‘"
+_SENTENCE_MARK = re.compile(rf"[.?!][{re.escape(_CLOSERS)}]*(?=\s)")
+_NEXT_TOKEN = re.compile(r"\s+(\S+)")
 _NUMBER = re.compile(r"^-?[.,]?\d[\d,.\-]*$")
 _DOTTED_ABBREVIATION = re.compile(r"^(?:[^\W\d_]\.)+[^\W\d_]$")  # u.s, e.g, i.e, a.m
 
@@ -47,6 +49,7 @@ _SENTENCE_STARTERS = frozenset(
 _CLITIC = re.compile(r"(?i)(n't|'s|'m|'d|'ll|'re|'ve)$")
 # Treebank also splits on these characters; ":" and "," only when not inside a number.
 _TREEBANK_SPLIT = re.compile(r"[;@#$%&?!\[\](){}<>\"]|(?<!\d)[:,]|[:,](?!\d)")
+_TREEBANK_KEEP = re.compile(rf"({_TREEBANK_SPLIT.pattern})")  # the same cuts, marks kept
 
 
 RELATIONS = ("less than", "at least")
@@ -99,12 +102,19 @@ def split_sentences(text: str) -> list[str]:
     followed by a capitalized word is a sentence of its own, as Punkt makes it.
     """
     sentences: list[str] = []
-    tokens = list(_TOKEN.finditer(text))
     start = 0
-    for current, following in zip(tokens, tokens[1:], strict=False):
-        if _ends_sentence(current.group(), following.group()):
-            sentences.append(text[start : current.end()].strip())
-            start = following.start()
+    # Only a token ending in a mark (closers aside) can end a sentence: visit those alone,
+    # so prose without sentence marks costs one regex pass rather than a call per token.
+    for mark in _SENTENCE_MARK.finditer(text):
+        following = _NEXT_TOKEN.match(text, mark.end())
+        if following is None:
+            break  # the last token: nothing follows to start another sentence
+        token_start = mark.start()
+        while token_start > 0 and not text[token_start - 1].isspace():
+            token_start -= 1
+        if _ends_sentence(text[token_start : mark.end()], following.group(1)):
+            sentences.append(text[start : mark.end()].strip())
+            start = following.start(1)
     tail = text[start:].strip()
     if tail:
         sentences.append(tail)
@@ -159,3 +169,33 @@ def _detect(text: str) -> str | None:
         return detector.detect()
     except LangDetectException:
         return None
+
+
+# An argument type: a string used exactly as written, padding included (character
+# indices into it, texts to copy or to overlap with), where ``str`` arguments are stripped.
+Verbatim = str
+# An argument type: a word, or a list whose first item is the word (IFEvalG accepts both).
+WordOrFirst = str
+
+
+def nltk_word_tokens(text: str) -> list[str]:
+    """``nltk.word_tokenize``-like tokens, punctuation included: each sentence's chunks split
+    at Treebank's punctuation and clitics, its final period a token of its own."""
+    tokens: list[str] = []
+    for sentence in split_sentences(text):
+        words: list[str] = []
+        for chunk in _TOKEN.findall(sentence):
+            if chunk.isalnum():  # most words: nothing to split off
+                words.append(chunk)
+                continue
+            for piece in _TREEBANK_KEEP.split(chunk):
+                if piece.endswith("...") and len(piece) > 3:
+                    words.extend((piece[:-3], "..."))
+                elif piece:
+                    clitic = _CLITIC.search(piece)
+                    cut = clitic.start() if clitic and clitic.start() > 0 else len(piece)
+                    words.extend(p for p in (piece[:cut], piece[cut:]) if p)
+        if words and len(words[-1]) > 1 and words[-1].endswith(".") and words[-1] != "...":
+            words[-1:] = [words[-1][:-1], "."]
+        tokens.extend(words)
+    return tokens
