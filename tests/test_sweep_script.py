@@ -181,3 +181,23 @@ def test_hydra_multirun_runs_single_domain_arms_in_sequence(tmp_path):
     assert sorted(s["domains"] for s in summaries) == [["math"], ["science"]]
     assert all(s["rl"]["steps"] == 1 for s in summaries)
     assert len({s["run_dir"] for s in summaries}) == 2
+
+
+def test_the_multinode_config_dry_runs_the_m2rl_arms():
+    done = run_script(
+        "--config",
+        "multinode_fsdp2",
+        "--dry-run",
+        "experiment=m2rl_rl",
+        "domains=[m2rl/math],[m2rl/code]",
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [line for line in done.stdout.splitlines() if line.startswith("accelerate launch")]
+    assert len(lines) == 2
+    assert all(
+        "--config_file conf/accelerate/multinode_fsdp2.yaml -m rlvr.train" in x for x in lines
+    )
+    assert ["'domains=[m2rl/math]'" in lines[0], "'domains=[m2rl/code]'" in lines[1]] == [
+        True,
+        True,
+    ]
