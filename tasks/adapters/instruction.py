@@ -1,4 +1,9 @@
-"""Instruction-following adapters: IFEval, IFBench and allenai RLVR-IFeval."""
+"""Instruction-following adapters: IFEval, IFBench and allenai RLVR-IFeval.
+
+Every reference is checked against the instruction table as it is built: a row naming an
+instruction id the table lacks, or arguments it rejects, is a counted drop, not a
+training-time error.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from tasks.adapters.common import col, json_field, messages_of, text
 from tasks.prompts import build_prompt
 from tasks.quality import SkipRow
 from tasks.registry import RowContext, TaskSpec, register_task
+from verifiers.ifeval import InvalidReferenceError, UnsupportedInstructionError, parse_reference
 
 # RLVR-IFeval names each constraint by its checker function (open-instruct's naming); these
 # are the IFEval instruction ids they implement and how their arguments are renamed.
@@ -88,6 +94,21 @@ def clean_kwargs(kwargs: Any, n: int) -> list[dict[str, Any]]:
     return [{k: v for k, v in (kw or {}).items() if v is not None} for kw in kwargs]
 
 
+def scorable(ref: dict[str, Any]) -> dict[str, Any]:
+    """The reference, once the instruction table accepts it; else the row is dropped.
+
+    An id the table lacks or arguments it rejects would only surface at scoring time as
+    error verdicts, so they are counted drops at load, the reason naming the id.
+    """
+    try:
+        parse_reference(ref)
+    except UnsupportedInstructionError as exc:
+        raise SkipRow(str(exc)) from None
+    except InvalidReferenceError as exc:
+        raise SkipRow(f"malformed instruction: {exc}") from None
+    return ref
+
+
 def ifeval(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
     prompt = text(raw, "prompt", ctx)
     ids = list(json_field(col(raw, "instruction_id_list", ctx), "instruction_id_list") or [])
@@ -98,7 +119,7 @@ def ifeval(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
         "kwargs": clean_kwargs(col(raw, "kwargs", ctx), len(ids)),
         "prompt": prompt,
     }
-    return ctx.row(build_prompt("instruction", prompt), ref, raw.get("key"))
+    return ctx.row(build_prompt("instruction", prompt), scorable(ref), raw.get("key"))
 
 
 def rlvr_constraint(ground_truth: Any) -> tuple[str, dict[str, Any]]:
@@ -128,7 +149,7 @@ def rlvr_ifeval(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
     if not user.strip():
         raise SkipRow("no user message")
     ref = {"instruction_id_list": [inst], "kwargs": [kwargs], "prompt": user}
-    return ctx.row(messages, ref)
+    return ctx.row(messages, scorable(ref))
 
 
 def _if(name: str, adapt, **kw: Any) -> TaskSpec:

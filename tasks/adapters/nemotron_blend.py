@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tasks.adapters.common import col, json_field, mcq_ref, messages_of
-from tasks.adapters.instruction import clean_kwargs
+from tasks.adapters.instruction import clean_kwargs, scorable
 from tasks.quality import SkipRow
 from tasks.registry import RowContext, TaskSpec, register_task
 
@@ -82,7 +82,7 @@ def instruction(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
     kwargs = clean_kwargs(col(raw, "kwargs", ctx), len(ids))
     user = str(raw.get("prompt") or prompt[-1]["content"])
     ref = {"instruction_id_list": ids, "kwargs": kwargs, "prompt": user}
-    return ctx.row(prompt, ref, _native(raw))
+    return ctx.row(prompt, scorable(ref), _native(raw))
 
 
 def code(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
