@@ -93,3 +93,15 @@ def test_calibrate_evaluates_the_model_and_writes_the_table(tmp_path, rlvr_cache
     assert "Room for RL" in result.stdout
     assert result.returncode == (1 if any(r["room for RL"] != "ok" for r in rows) else 0)
     assert not (tmp_path / "tiny_study" / "eval").exists()  # the study's own results untouched
+
+
+def test_greedy_gap_stands_beside_the_verdict_and_is_blank_without_greedy():
+    sft = _result("sft", "sft", {"micro_math": (0.25, 0.6), "micro_code": (0.5, 0.8)})
+    sft.summaries["micro_math"]["greedy_accuracy"] = 0.55
+    table = calibration_table([sft])
+    cols = list(table.columns)
+    greedy, gap = cols.index("greedy"), cols.index("greedy - Avg@k")
+    math_row, code_row = table.rows
+    assert (math_row[greedy], math_row[gap]) == pytest.approx((55.0, 30.0))
+    assert (code_row[greedy], code_row[gap]) == (None, None)
+    assert math_row[-1] == verdict(25.0, 60.0)  # the gap informs; the criterion is unchanged

@@ -4,6 +4,11 @@ A held-out set shows RL gains only when the starting (SFT) model is neither at c
 its ceiling and its samples disagree: Avg@k inside ``[AVG_LOW, AVG_HIGH]`` and pass@k at least
 ``HEADROOM`` points above Avg@k (a correct answer is among the samples more often than the
 average sample is correct, so reinforcing it can raise Avg@k). Scores are in percent.
+
+Beside the verdict stands greedy accuracy minus Avg@k: how much a sharper policy would gain
+without learning anything new. On the tiny model that gap is what short GRPO runs collect:
+the study's math set (greedy 10.9 vs Avg@8 9.8, pass@8 48.4) stayed at Avg@8 9.2 after 120
+steps while pass@8 fell to 14.1, the samples collapsing onto the greedy answer.
 """
 
 from __future__ import annotations
@@ -38,13 +43,19 @@ def calibration_table(results: Sequence[ModelResult], role: str = "sft") -> Tabl
             if avg is None or pass_k is None:
                 continue
             k = _k(r.summaries[bench])
+            greedy = score(r, bench, "greedy_accuracy")
+            sharpen = None if greedy is None else greedy - avg
             rows.append(
-                (r.label, domain, bench, k, avg, pass_k, pass_k - avg, verdict(avg, pass_k))
+                (r.label, domain, bench, k, avg, pass_k, pass_k - avg, greedy, sharpen)
+                + (verdict(avg, pass_k),)
             )
-    cols = ("model", "domain", "benchmark", "k", "Avg@k", "pass@k", "pass@k - Avg@k", "room for RL")
+    cols = (
+        "model", "domain", "benchmark", "k", "Avg@k", "pass@k", "pass@k - Avg@k",
+        "greedy", "greedy - Avg@k", "room for RL",
+    )  # fmt: skip
     note = (
         f"room for RL: Avg@k in [{AVG_LOW:g}, {AVG_HIGH:g}]% and pass@k at least "
-        f"{HEADROOM:g} points above Avg@k"
+        f"{HEADROOM:g} points above Avg@k; greedy - Avg@k: what sharpening alone would gain"
     )
     return Table("calibration", f"Room for RL ({role} model, %)", cols, tuple(rows), (note,))
 
