@@ -186,30 +186,3 @@ def summarise_rows(results: Sequence[RowScores], k: int) -> dict[str, dict[str, 
             m["greedy_accuracy"] = sum(r.greedy for r in part) / len(part)
         metrics[domain] = m
     return metrics
-
-
-def evaluate_rows(
-    model,
-    tokenizer,
-    rows: Sequence[dict],
-    decoding: Decoding,
-    scorer: Scorer,
-    *,
-    with_greedy: bool = True,
-    batch_size: int = 64,
-    seed: int = 0,
-    format_gate: bool = False,
-) -> dict[str, dict[str, float]]:
-    """Per-domain metrics on held-out rows: avg@k, pass@k, greedy accuracy, sample counts."""
-    results = score_rows(
-        model,
-        tokenizer,
-        rows,
-        decoding,
-        scorer,
-        with_greedy=with_greedy,
-        batch_size=batch_size,
-        seed=seed,
-        format_gate=format_gate,
-    )
-    return summarise_rows(results, decoding.k)

@@ -12,7 +12,6 @@ figures wait for a GPU (scripts/gpu_check.sh).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from test_multiprocess import OVERRIDES, run_dir
+from test_multiprocess import OVERRIDES, launch_env, run_dir
 from test_train import weights
 
 from rlvr.checkpoints import is_complete, latest_complete_checkpoint
@@ -52,14 +51,7 @@ def launch(
     cmd += ["--main_process_port", str(free_port()), "--rdzv_backend", "static"]
     cmd += ["-m", "tests.support.fsdp_on_cpu", "rlvr.train", *base]
     cmd += [f"paths.output_root={root}", *extra]
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-        "WANDB_MODE": "disabled",
-        "RLVR_CACHE": str(cache),
-        "OMP_NUM_THREADS": "1",
-    }
+    env = launch_env(cache)
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-5000:]

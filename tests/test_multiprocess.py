@@ -47,8 +47,9 @@ OVERRIDES = [
 ]
 
 
-def start(output_root: Path, cache: Path, *extra: str) -> subprocess.Popen:
-    env = {
+def launch_env(cache: Path) -> dict[str, str]:
+    """Offline, untracked, one OpenMP thread per rank, the shared model cache."""
+    return {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
         "HF_DATASETS_OFFLINE": "1",
@@ -56,6 +57,10 @@ def start(output_root: Path, cache: Path, *extra: str) -> subprocess.Popen:
         "RLVR_CACHE": str(cache),
         "OMP_NUM_THREADS": "1",
     }
+
+
+def start(output_root: Path, cache: Path, *extra: str) -> subprocess.Popen:
+    env = launch_env(cache)
     log = (output_root.parent / f"{output_root.name}.log").open("a")
     return subprocess.Popen(
         [*LAUNCH, "-m", "rlvr.train", *OVERRIDES, f"paths.output_root={output_root}", *extra],
