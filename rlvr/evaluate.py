@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import ConfigError, RunConfig
-from rlvr.eval_backends import (
+from rlvr.evaluation.backends import (
     Backend,
     TransformersBackend,
     VllmBackend,
     generate_and_score,
     is_episodic,
 )
-from rlvr.generation import Decoding
-from rlvr.heldout import mean_pass_at_k
+from rlvr.evaluation.generation import Decoding
+from rlvr.evaluation.heldout import mean_pass_at_k
 from rlvr.rewards import Scorer
 
 log = logging.getLogger(__name__)

@@ -91,8 +91,8 @@ def heldout_eval(
     engine holds the GPU memory a second one would need). Rank comes from the launcher's
     environment: the trainer resets accelerate's state when it finishes.
     """
-    from rlvr.generation import Decoding
-    from rlvr.heldout import cap_to_token_budget, score_rows, summarise_rows
+    from rlvr.evaluation.generation import Decoding
+    from rlvr.evaluation.heldout import cap_to_token_budget, score_rows, summarise_rows
     from rlvr.models import load_model, load_tokenizer
     from rlvr.runs import all_gather, join_process_group, rank_and_world
 

@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from rlvr.generation import Decoding, generate, render_prompts
+from rlvr.evaluation.generation import Decoding, generate, render_prompts
 from rlvr.tiny_model import TinyModelSpec, ensure_tiny_model
 from tasks import micro
 
@@ -79,7 +79,9 @@ def main() -> None:
         f"{sum(p.numel() for p in model.parameters()):,}", len(prompts), args.k,
         args.max_new_tokens, torch.get_num_threads(),
     )  # fmt: skip
-    log.info("batched (rlvr.generation): %7.1f samples/s (%.2f s)", samples / ours_s, ours_s)
+    log.info(
+        "batched (rlvr.evaluation.generation): %7.1f samples/s (%.2f s)", samples / ours_s, ours_s
+    )
     log.info("per-prompt generate loop : %7.1f samples/s (%.2f s)", samples / loop_s, loop_s)
     log.info("ratio batched / loop     : %7.2fx", loop_s / ours_s)
 

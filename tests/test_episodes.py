@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 
 from rlvr import tiny_model
-from rlvr.episodes import (
+from rlvr.evaluation.episodes import (
     _advance,
     episode_tokenizer,
     run_episodes,
     start_episode,
     tool_suffix_ids,
 )
-from rlvr.generation import Decoding
+from rlvr.evaluation.generation import Decoding
 from tasks import micro
 from tasks.environments import episode_verdict
 from tasks.micro.agent import CLOSING, tool_turns

@@ -122,8 +122,8 @@ def test_shared_benchmark_rows_load_with_a_limit():
 def test_backend_returns_completions_in_input_order(family):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rlvr.eval_backends import TransformersBackend
-    from rlvr.generation import Decoding, generate
+    from rlvr.evaluation.backends import TransformersBackend
+    from rlvr.evaluation.generation import Decoding, generate
 
     base, _ = family
     model, tok = AutoModelForCausalLM.from_pretrained(base), AutoTokenizer.from_pretrained(base)

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from rlvr.generation import Decoding
-from rlvr.heldout import RowScores, cap_to_token_budget, summarise_rows
+from rlvr.evaluation.generation import Decoding
+from rlvr.evaluation.heldout import RowScores, cap_to_token_budget, summarise_rows
 
 
 def rows(counts: dict[str, int]) -> list[dict]:

@@ -16,7 +16,7 @@ import pytest
 
 from rlvr.config import ConfigError, DomainConfig, RunConfig, validate
 from rlvr.evaluate import summarise
-from rlvr.heldout import mean_pass_at_k, pass_at_k
+from rlvr.evaluation.heldout import mean_pass_at_k, pass_at_k
 from verifiers import Verdict
 
 # (n samples, c correct, k) -> pass@k, from the reference implementations' documentation

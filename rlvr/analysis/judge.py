@@ -126,7 +126,7 @@ class SelfVerification:
         self.models = list(evals.results)
 
     def judge(self, model, tokenizer, items: list[Labelled], mode: str) -> list[bool | None]:
-        from rlvr.generation import Decoding, generate
+        from rlvr.evaluation.generation import Decoding, generate
 
         c = self.run.analyze.judge
         decoding = Decoding(greedy=True, max_new_tokens=c.max_new_tokens)

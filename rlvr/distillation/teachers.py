@@ -163,7 +163,7 @@ def heldout_kl(
     ``teachers`` maps domains to models (local teachers only: a server returns no full
     distribution). Returns ``{domain: {"kl", "tokens", "prompts"}}``.
     """
-    from rlvr.generation import render_prompts
+    from rlvr.evaluation.generation import render_prompts
 
     declared = student.generation_config.eos_token_id
     declared = declared if isinstance(declared, list) else [declared]

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from rlvr.config import ConfigError
-from rlvr.generation import Decoding
-from rlvr.heldout import sample_and_score, score_completions
+from rlvr.evaluation.generation import Decoding
+from rlvr.evaluation.heldout import sample_and_score, score_completions
 from rlvr.rewards import Scorer
 
 
@@ -24,7 +24,7 @@ class Backend(Protocol):
 
 @dataclass
 class TransformersBackend:
-    """Batched, left-padded generation through ``rlvr.generation`` with a progress bar."""
+    """Batched, left-padded generation through ``rlvr.evaluation.generation`` with a progress bar."""
 
     model: Any
     tokenizer: Any
@@ -35,7 +35,7 @@ class TransformersBackend:
     def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
         from tqdm.auto import tqdm
 
-        from rlvr.generation import generate
+        from rlvr.evaluation.generation import generate
 
         per_prompt = 1 if decoding.greedy else decoding.k
         chunk = max(1, self.batch_size // per_prompt) * 4  # a few batches per progress tick
@@ -76,7 +76,7 @@ class VllmBackend:
     def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
         from vllm import SamplingParams
 
-        from rlvr.generation import render_prompts
+        from rlvr.evaluation.generation import render_prompts
 
         params = SamplingParams(
             n=1 if decoding.greedy else decoding.k,

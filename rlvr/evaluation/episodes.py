@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.agent import live_verdict, prepare_tokenizer, rollout_text, training_row
-from rlvr.generation import Decoding
+from rlvr.evaluation.generation import Decoding
 from tasks.environments import call_tool, get_environment_class, tool_names
 from verifiers import Verdict
 

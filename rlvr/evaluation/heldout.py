@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from math import comb
 from typing import Any
 
-from rlvr.generation import Decoding, generate
+from rlvr.evaluation.generation import Decoding, generate
 from rlvr.rewards import Scorer
 from verifiers import Verdict
 
@@ -97,7 +97,7 @@ def sample_and_score(
 ) -> tuple[list[list[str]], list[list[Verdict]]]:
     """Completions and verdicts per row: rows naming an environment run as tool episodes
     scored on their live environment (as in GRPO), the rest as text scored by ``scorer``."""
-    from rlvr.episodes import run_episodes
+    from rlvr.evaluation.episodes import run_episodes
 
     texts: list[list[str]] = [[] for _ in rows]
     verdicts: list[list[Verdict]] = [[] for _ in rows]
