@@ -20,6 +20,7 @@ from verifiers import science  # noqa: E402,F401  isort: skip
 from verifiers import ifeval  # noqa: E402,F401  isort: skip
 from verifiers import tool_calls  # noqa: E402,F401  isort: skip
 from verifiers import code  # noqa: E402,F401  isort: skip
+from verifiers import judge  # noqa: E402,F401  isort: skip
 
 __all__ = [
     "ReasoningFormat",
