@@ -7,6 +7,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from rlvr import judging  # noqa: F401  (registers the in-process "hf" judge backend)
 from rlvr.rewards import Scorer
 from verifiers import ReasoningFormat, Verdict, Verifier, get_verifier, verify
 from verifiers.pool import VerifierPool
@@ -40,9 +41,11 @@ def build_scorer(
     reasoning: ReasoningFormat, options: dict[str, dict[str, Any]], workers: int, timeout_s: float
 ) -> Scorer:
     """A scorer that runs every item through the warm worker pool with a hard time limit."""
+    verifier_for = VerifierCache(options)
+    if "judge" in options:  # its backend and rubric are checked now, before any model loads
+        verifier_for("judge")
     pool = VerifierPool(workers or None, timeout_s=timeout_s, reasoning=reasoning)
     atexit.register(pool.close)
-    verifier_for = VerifierCache(options)
 
     def score(items: list[tuple[str, dict, str]]) -> list[Verdict]:
         results: list[Verdict | None] = [None] * len(items)

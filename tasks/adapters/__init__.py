@@ -6,6 +6,7 @@ from tasks.adapters import (  # noqa: F401  each module calls register_task() at
     instruction,
     math,
     nemotron_blend,
+    rows,
     science,
     tool_calls,
 )
