@@ -2,8 +2,9 @@
 
 Options (``domains.<d>.verifier_options.judge``):
 - ``backend``: ``openai`` (an OpenAI-compatible chat endpoint, ``verifiers.judge_http``) or
-  ``hf`` (a local Hugging Face model in-process, registered by ``rlvr.judging``);
-  ``backend_options``: that backend's settings (``base_url``, ``model``, ``timeout_s`` ...).
+  ``hf`` (a local Hugging Face model in-process, registered by ``rlvr.judging``); each backend's
+  settings sit under its own name (``openai: {base_url, model, timeout_s ...}``,
+  ``hf: {model, max_new_tokens ...}``), so switching backends is one override.
 - ``rubric``: the judge's user turn, a template with ``{completion}`` and any of ``{question}``,
   ``{answer}``, ``{criteria}`` (from the row's reference); it must ask for the score in the form
   ``score_pattern`` reads (default ``Score: N``, any case, the last match counts) on a scale from
@@ -36,7 +37,14 @@ from string import Formatter
 from typing import Any
 
 from verifiers import judge_http  # noqa: F401  (registers the ``openai`` backend)
-from verifiers.judge_backend import JudgeBackend, JudgeFailure, JudgeSetupError, get_judge_backend
+from verifiers.judge_backend import (
+    REGISTERED_ELSEWHERE,
+    JudgeBackend,
+    JudgeFailure,
+    JudgeSetupError,
+    get_judge_backend,
+    judge_backends,
+)
 from verifiers.reasoning import strip_think
 from verifiers.registry import register
 from verifiers.verdict import Verdict, clip
@@ -241,7 +249,6 @@ class JudgeVerifier:
 
 def make_judge(
     backend: str = "",
-    backend_options: Mapping[str, Any] | None = None,
     rubric: str | None = None,
     rubrics: Mapping[str, str] | None = None,
     system: str = "",
@@ -251,8 +258,16 @@ def make_judge(
     pass_threshold: float = 0.5,
     max_chars: int = 4000,
     cache_size: int = 100_000,
+    **sections: Mapping[str, Any],
 ) -> JudgeVerifier:
-    """The ``judge`` verifier from its options; bad setup raises ``JudgeSetupError``."""
+    """The ``judge`` verifier from its options (``sections``: each backend's settings under its
+    name); bad setup raises ``JudgeSetupError``."""
+    names = {*judge_backends(), *REGISTERED_ELSEWHERE}
+    if unknown := sorted(set(sections) - names):
+        raise JudgeSetupError(
+            f"{FIX}: unknown option(s) {', '.join(unknown)}; options are the rubric's, the "
+            f"score's and one section per backend ({', '.join(sorted(names))})"
+        )
     templates = {"": rubric} if rubric else {}
     templates.update({str(k): v for k, v in (rubrics or {}).items()})
     if not templates:
@@ -267,7 +282,7 @@ def make_judge(
         raise JudgeSetupError(f"{FIX}: pass_threshold in [0, 1], max_chars >= 1, cache_size >= 0")
     if not backend:
         raise JudgeSetupError(f"set {FIX}.backend (openai: a chat server; hf: a local model)")
-    judge = get_judge_backend(backend, backend_options)
+    judge = get_judge_backend(backend, sections.get(backend))
     return JudgeVerifier(judge, built, system, pass_threshold, max_chars, cache_size)
 
 

@@ -57,7 +57,8 @@ def judge_backends() -> list[str]:
 
 
 def get_judge_backend(name: str, options: Mapping[str, Any] | None = None) -> JudgeBackend:
-    """Build the backend registered under ``name`` with ``options`` (the ``backend_options``)."""
+    """Build the backend registered under ``name`` with ``options`` (its section of the judge's
+    options, ``verifier_options.judge.<name>``)."""
     if name not in _BACKENDS:
         elsewhere = {k: v for k, v in REGISTERED_ELSEWHERE.items() if k not in _BACKENDS}
         hint = "".join(f"; {k!r} is registered by {v}" for k, v in elsewhere.items())
@@ -69,5 +70,5 @@ def get_judge_backend(name: str, options: Mapping[str, Any] | None = None) -> Ju
         return _BACKENDS[name](**dict(options or {}))
     except TypeError as err:  # an option the backend does not take
         raise JudgeSetupError(
-            f"judge backend {name!r}: {err}; fix verifier_options.judge.backend_options"
+            f"judge backend {name!r}: {err}; fix verifier_options.judge.{name}"
         ) from None

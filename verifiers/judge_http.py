@@ -23,7 +23,7 @@ from verifiers.judge_backend import JudgeFailure, JudgeSetupError, Messages, reg
 
 PROBE_TIMEOUT_S = 10.0
 CHUNK = 65536
-FIX = "verifier_options.judge.backend_options"
+FIX = "verifier_options.judge.openai"
 
 
 @dataclass

@@ -28,10 +28,8 @@ def server():
 
 
 def judge(server: ChatServer, **options):
-    backend = {"base_url": server.base_url, "timeout_s": 2.0, **options.pop("backend_options", {})}
-    return get_verifier(
-        "judge", backend="openai", backend_options=backend, rubric=RUBRIC, **options
-    )
+    endpoint = {"base_url": server.base_url, "timeout_s": 2.0, **options.pop("openai", {})}
+    return get_verifier("judge", backend="openai", openai=endpoint, rubric=RUBRIC, **options)
 
 
 # (judge reply, status, score): the last "Score: N" in range counts, after any reasoning
@@ -98,7 +96,7 @@ def test_failures_are_not_cached_and_never_score(server):
 
 def test_a_slow_judge_times_out_as_an_infrastructure_error(server):
     server.delay_s = 3.0
-    verifier = judge(server, backend_options={"timeout_s": 0.5})
+    verifier = judge(server, openai={"timeout_s": 0.5})
     start = time.monotonic()
     verdict = verifier.verify("11", REF)
     assert time.monotonic() - start < 2.5
@@ -174,18 +172,19 @@ SETUPS = [
     ({"rubric": "Score this."}, "never shows the judge the {completion}"),
     ({"rubric": "{completion} {gold}"}, "use only {question}, {answer}, {criteria}"),
     ({"score_pattern": "Score: \\d+"}, "needs one group"),
+    ({"vllm": {"base_url": "x"}}, "unknown option(s) vllm"),
     ({"max_score": 0.0}, "max_score must exceed min_score"),
-    ({"backend_options": {"base_url": "localhost:1"}}, "base_url=http(s)://"),
-    ({"backend_options": {"model": "other"}}, f"does not serve 'other' (it serves {MODEL})"),
-    ({"backend_options": {"temperture": 0}}, "unexpected keyword argument 'temperture'"),
-    ({"backend_options": {"api_key_env": "RLVR_NO_SUCH_KEY"}}, "is not set in the environment"),
+    ({"openai": {"base_url": "localhost:1"}}, "base_url=http(s)://"),
+    ({"openai": {"model": "other"}}, f"does not serve 'other' (it serves {MODEL})"),
+    ({"openai": {"temperture": 0}}, "unexpected keyword argument 'temperture'"),
+    ({"openai": {"api_key_env": "RLVR_NO_SUCH_KEY"}}, "is not set in the environment"),
 ]
 
 
 @pytest.mark.parametrize(("change", "message"), SETUPS)
 def test_bad_setup_fails_at_construction_naming_the_fix(server, change, message):
     options = {"backend": "openai", "rubric": RUBRIC, **change}
-    options["backend_options"] = {"base_url": server.base_url, **change.get("backend_options", {})}
+    options["openai"] = {"base_url": server.base_url, **change.get("openai", {})}
     with pytest.raises(JudgeSetupError) as err:
         get_verifier("judge", **options)
     assert message in str(err.value)
@@ -194,7 +193,7 @@ def test_bad_setup_fails_at_construction_naming_the_fix(server, change, message)
 def test_an_unreachable_endpoint_fails_at_start():
     url = f"http://127.0.0.1:{_free_port()}/v1"
     with pytest.raises(JudgeSetupError) as err:
-        get_verifier("judge", backend="openai", backend_options={"base_url": url}, rubric=RUBRIC)
+        get_verifier("judge", backend="openai", openai={"base_url": url}, rubric=RUBRIC)
     assert "does not answer" in str(err.value) and "trl vllm-serve" in str(err.value)
 
 
