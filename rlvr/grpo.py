@@ -103,11 +103,13 @@ def build_grpo_config(run: RunConfig, output_dir: Path) -> GRPOConfig:
 
 
 class RLVRGRPOTrainer(GRPOTrainer):
-    """GRPOTrainer with our mixture sampler, generation timing and a log of the prompt ids
-    each step trains on (``<output_dir>/data_ids.jsonl``); nothing else overridden."""
+    """GRPOTrainer with our mixture sampler (its weights logged per step as
+    ``<domain>/mixture_weight``), generation timing and a log of the prompt ids each step
+    trains on (``<output_dir>/data_ids.jsonl``); nothing else overridden."""
 
     def __init__(self, *args, sampler_factory=None, **kwargs):
         self._sampler_factory = sampler_factory
+        self.mixture_sampler = None
         self.generation_seconds = 0.0
         super().__init__(*args, **kwargs)
         self.data_id_log = DataIdLog(Path(self.args.output_dir) / "data_ids.jsonl")
@@ -115,17 +117,26 @@ class RLVRGRPOTrainer(GRPOTrainer):
     def _get_train_sampler(self, dataset=None):
         if self._sampler_factory is None:
             return super()._get_train_sampler(dataset)
-        return self._sampler_factory(
+        repeat = self.num_iterations * self.args.steps_per_generation
+        self.mixture_sampler = self._sampler_factory(
             mini_repeat_count=self.num_generations,
             batch_size=self.args.generation_batch_size // self.num_generations,
-            repeat_count=self.num_iterations * self.args.steps_per_generation,
+            repeat_count=repeat,
+            steps_per_batch=max(1, repeat // self.args.gradient_accumulation_steps),
         )
+        return self.mixture_sampler
 
     def _generate_and_score_completions(self, inputs):
+        training = self.model.training
         if inputs and "id" in inputs[0]:
             ids = list(dict.fromkeys(str(x["id"]) for x in inputs))
             self.data_id_log(self.state.global_step + 1, ids)
-        return super()._generate_and_score_completions(inputs)
+        output = super()._generate_and_score_completions(inputs)
+        if training and self.mixture_sampler is not None:
+            step = self.state.global_step
+            for domain, weight in self.mixture_sampler.weights_at_step(step).items():
+                self._metrics["train"][f"{domain}/mixture_weight"].append(weight)
+        return output
 
     def _generate(self, prompts):
         start = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Domain mixture sampler for GRPO: natural or weighted per-step quotas, TRL grouping, resumable.
+"""Domain mixture sampler for GRPO: natural, weighted or scheduled quotas, TRL grouping, resumable.
 
 The index stream keeps the contract of TRL's ``RepeatSampler``: batches of ``batch_size``
 distinct prompts; each batch is repeated ``repeat_count`` times (several updates per
@@ -8,7 +8,9 @@ seed, so every rank sees the same stream and Accelerate shards it.
 
 Randomness is counter-based: each permutation is drawn from ``random.Random`` seeded by
 (seed, stream, epoch), so the stream is a pure function of the seed and the position, and the
-saved state (position plus per-domain counters) resumes it exactly on any machine.
+saved state (position, schedule step and per-domain counters) resumes it exactly on any machine.
+A ``MixtureSchedule`` (``rlvr.schedule``) makes the weights a function of the training step:
+batch ``b`` starts at step ``b * steps_per_batch`` and takes the schedule's shares there.
 """
 
 from __future__ import annotations
@@ -21,33 +23,39 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlvr.schedule import MixtureSchedule
+
 log = logging.getLogger(__name__)
 
 MODES: tuple[str, ...] = ("natural", "weighted")
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: the schedule step joined the cursor (version 1 loads when unscheduled)
 
 
 def apportion(weights: Sequence[float], batch_size: int, deficits: Sequence[float]) -> list[int]:
     """Seats per domain for one batch: floor(B*w) each, the spare seats to the largest
     remainder plus the carried deficit. Each quota is floor(B*w) or that plus one, so it is
     within one prompt of B*w, and the deficit term keeps long-run shares exact (cumulative
-    counts stay within two prompts of target; about 1.2 in a random search of weights)."""
+    counts stay within two prompts of target; about 1.2 in a random search of weights). A
+    domain whose weight is 0 (paused by a schedule) gets no spare seat whatever it is owed."""
     targets = [batch_size * w for w in weights]
     quotas = [math.floor(t + 1e-9) for t in targets]
     spare = batch_size - sum(quotas)
     priority = [d + t - q for d, t, q in zip(deficits, targets, quotas, strict=True)]
-    for i in sorted(range(len(weights)), key=lambda i: (-priority[i], i))[:spare]:
+    order = sorted(range(len(weights)), key=lambda i: (weights[i] <= 0, -priority[i], i))
+    for i in order[:spare]:
         quotas[i] += 1
     return quotas
 
 
 @dataclass
 class _Cursor:
-    """Position of the weighted stream: batches done, prompts drawn per domain, deficits."""
+    """Position of the stream: batches done, the training step the next batch starts at,
+    prompts drawn per domain, deficits."""
 
     batch: int = 0
     drawn: list[int] = field(default_factory=list)
     deficits: list[float] = field(default_factory=list)
+    step: int = 0
 
 
 class MixtureSampler:
@@ -55,8 +63,9 @@ class MixtureSampler:
 
     ``domains[i]`` is the domain of dataset row ``i``. ``mode="natural"`` shuffles all rows
     together (shares follow dataset sizes); ``mode="weighted"`` fills each batch with exact
-    per-domain quotas from ``weights`` and cycles each domain's rows in a reshuffled order
-    per epoch. One ``__iter__`` yields ``len(self)`` indices (``num_batches`` batches, by
+    per-domain quotas from ``weights`` (or from ``schedule`` at each batch's training step,
+    ``steps_per_batch`` optimiser steps per batch) and cycles each domain's rows in a reshuffled
+    order per epoch. One ``__iter__`` yields ``len(self)`` indices (``num_batches`` batches, by
     default ``len(domains) // batch_size`` as TRL) and continues where the last one stopped.
 
     Resume one of two ways, never both: ``load_state_dict`` a saved ``state_dict`` (and keep
@@ -77,27 +86,36 @@ class MixtureSampler:
         weights: Mapping[str, float] | None = None,
         seed: int = 0,
         num_batches: int | None = None,
+        schedule: MixtureSchedule | None = None,
+        steps_per_batch: int = 1,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mixture mode {mode!r}; valid modes: {', '.join(MODES)}")
-        if min(mini_repeat_count, batch_size, repeat_count) < 1:
-            raise ValueError("mini_repeat_count, batch_size and repeat_count must be >= 1")
+        if min(mini_repeat_count, batch_size, repeat_count, steps_per_batch) < 1:
+            raise ValueError(
+                "mini_repeat_count, batch_size, repeat_count and steps_per_batch must be >= 1"
+            )
+        if schedule is not None and (mode != "weighted" or weights):
+            raise ValueError("a mixture schedule needs mode 'weighted' and no fixed weights")
         self.mini_repeat_count = mini_repeat_count
         self.batch_size = batch_size
         self.repeat_count = repeat_count
         self.mode = mode
         self.seed = seed
+        self.schedule = schedule
+        self.steps_per_batch = steps_per_batch
         self.num_samples = len(domains)
         self.num_batches = self.num_samples // batch_size if num_batches is None else num_batches
         if self.num_batches < 1:
             raise ValueError(
                 f"{self.num_samples} rows cannot fill one batch of {batch_size} prompts"
             )
-        self.domain_names, self.weights, self._pools = _pools(domains, mode, weights)
+        self.domain_names, self.weights, self._pools = _pools(domains, mode, weights, schedule)
         self._perm_cache: dict[tuple[int, int], list[int]] = {}
         # most prompts one batch takes from a pool; natural batches never straddle epochs
+        peaks = self._scheduled_shares(None) if schedule else self.weights
         self._max_quota = [
-            0 if mode == "natural" else math.ceil(batch_size * w - 1e-9) for w in self.weights
+            0 if mode == "natural" else math.ceil(batch_size * w - 1e-9) for w in peaks
         ]
         self._cursor = _Cursor()
         self._reset_cursor()
@@ -136,6 +154,14 @@ class MixtureSampler:
             self._step()
         self._offset = offset
 
+    def weights_at_step(self, step: int) -> dict[str, float]:
+        """The shares of the batch trained at optimiser step ``step`` (empty in natural mode)."""
+        if self.mode == "natural":
+            return {}
+        batch_start = step // self.steps_per_batch * self.steps_per_batch
+        shares = self._scheduled_shares(batch_start) if self.schedule else self.weights
+        return dict(zip(self.domain_names, shares, strict=True))
+
     def state_dict(self) -> dict[str, Any]:
         return {
             "version": STATE_VERSION,
@@ -143,17 +169,31 @@ class MixtureSampler:
             "position": self.position,
             "batch": self._cursor.batch,
             "offset": self._offset,
+            "step": self._cursor.step,
             "drawn": list(self._cursor.drawn),
             "deficits": list(self._cursor.deficits),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        version = int(state.get("version", 0))
+        if version > STATE_VERSION or version < 1:
+            raise ValueError(
+                f"mixture sampler state has version {version}; this rlvr reads versions 1 to "
+                f"{STATE_VERSION}: resume with the rlvr that saved it"
+            )
+        if version == 1 and self.schedule is not None:
+            raise ValueError(
+                "mixture sampler state version 1 predates mixture schedules; it cannot resume a "
+                "scheduled mixture: resume without mixture.schedule or start the run afresh"
+            )
         if state.get("fingerprint") != self._fingerprint():
             raise ValueError(
                 "mixture sampler state was saved for a different dataset, mode, weights, "
-                "batch shape or seed; resume with the same data and mixture settings"
+                "schedule, batch shape or seed; resume with the same data and mixture settings"
             )
-        self._cursor = _Cursor(int(state["batch"]), list(state["drawn"]), list(state["deficits"]))
+        batch = int(state["batch"])
+        step = int(state.get("step", batch * self.steps_per_batch))  # version 1: unscheduled
+        self._cursor = _Cursor(batch, list(state["drawn"]), list(state["deficits"]), step)
         self._offset = int(state["offset"])
 
     # -- internals ------------------------------------------------------------------------
@@ -163,21 +203,33 @@ class MixtureSampler:
 
     def _reset_cursor(self) -> None:
         n = len(self._pools)
-        self._cursor = _Cursor(0, [0] * n, [0.0] * n)
+        self._cursor = _Cursor(0, [0] * n, [0.0] * n, 0)
         self._offset = 0
+
+    def _scheduled_shares(self, step: int | None) -> list[float]:
+        """The schedule's shares of this sampler's pools at ``step`` (None: each one's peak)."""
+        assert self.schedule is not None
+        shares = self.schedule.peak_shares() if step is None else self.schedule.shares_at(step)
+        by_name = dict(zip(self.schedule.domains, shares, strict=True))
+        return [by_name[d] for d in self.domain_names]
+
+    def _current_weights(self) -> list[float]:
+        return self._scheduled_shares(self._cursor.step) if self.schedule else self.weights
 
     def _quotas(self) -> list[int]:
         if self.mode == "natural":
             return [self.batch_size]
-        return apportion(self.weights, self.batch_size, self._cursor.deficits)
+        return apportion(self._current_weights(), self.batch_size, self._cursor.deficits)
 
     def _step(self) -> None:
         quotas = self._quotas()
+        weights = self._current_weights()
         cur = self._cursor
         for i, q in enumerate(quotas):
             cur.drawn[i] += q
-            cur.deficits[i] += self.batch_size * self.weights[i] - q
+            cur.deficits[i] += self.batch_size * weights[i] - q
         cur.batch += 1
+        cur.step += self.steps_per_batch
         self._offset = 0
 
     def _batch_indices(self, batch: int) -> list[int]:
@@ -243,17 +295,25 @@ class MixtureSampler:
             f"{self.repeat_count}|{self.num_batches}|{self.num_samples}|"
             f"{self.domain_names}|{sizes}|{[round(w, 12) for w in self.weights]}"
         )
+        if self.schedule is not None:  # unscheduled fingerprints stay as version 1 wrote them
+            desc += f"|schedule:{self.schedule.describe()}|{self.steps_per_batch}"
         return hashlib.sha256(desc.encode()).hexdigest()[:16]
 
 
 def _pools(
-    domains: Sequence[str], mode: str, weights: Mapping[str, float] | None
+    domains: Sequence[str],
+    mode: str,
+    weights: Mapping[str, float] | None,
+    schedule: MixtureSchedule | None = None,
 ) -> tuple[list[str], list[float], list[list[int]]]:
-    """Index pools and normalised weights; natural mode is one pool over every row."""
+    """Index pools and normalised weights; natural mode is one pool over every row. A schedule
+    has one pool per domain that has a share at some step (its weights: the peak shares)."""
     if mode == "natural":
         if weights:
             raise ValueError("mixture mode 'natural' takes no weights; use mode 'weighted'")
         return ["natural"], [1.0], [list(range(len(domains)))]
+    if schedule is not None:
+        weights = dict(zip(schedule.domains, schedule.peak_shares(), strict=True))
     if not weights:
         raise ValueError("mixture mode 'weighted' needs per-domain weights")
     if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:

@@ -150,14 +150,20 @@ def _train_dataset(run: RunConfig, data: dict[str, DomainData]):
 
 def _sampler_factory(run: RunConfig, dataset):
     """The mixture sampler over the concatenated dataset, keeping TRL's GRPO grouping."""
+    from rlvr.config.checks import mixture_schedule
     from rlvr.mixture import MixtureSampler
 
     domains = dataset["domain"]
+    schedule = mixture_schedule(run)  # weights by training step, or None
     weights = (
-        {d: c.weight for d, c in run.domains.items()} if run.mixture.mode == "weighted" else None
+        {d: c.weight for d, c in run.domains.items()}
+        if run.mixture.mode == "weighted" and schedule is None
+        else None
     )
 
-    def factory(mini_repeat_count: int, batch_size: int, repeat_count: int):
+    def factory(
+        mini_repeat_count: int, batch_size: int, repeat_count: int, steps_per_batch: int = 1
+    ):
         return MixtureSampler(
             domains=domains,
             mini_repeat_count=mini_repeat_count,
@@ -166,6 +172,8 @@ def _sampler_factory(run: RunConfig, dataset):
             mode=run.mixture.mode,
             weights=weights,
             seed=run.trainer.seed,
+            schedule=schedule,
+            steps_per_batch=steps_per_batch,
         )
 
     return factory

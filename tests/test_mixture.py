@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlvr.mixture import MixtureSampler, apportion, heldout_mask, heldout_split
+from rlvr.schedule import MixtureSchedule
 
 DOMAINS = ["math"] * 50 + ["code"] * 20 + ["science"] * 7 + ["instruction"] * 13
 WEIGHTS = {"math": 0.4, "code": 0.3, "science": 0.2, "instruction": 0.1}
@@ -200,3 +201,105 @@ def test_works_as_a_torch_dataloader_sampler():
     loader = torch_data.DataLoader(list(range(len(DOMAINS))), sampler=sampler, batch_size=6)
     got = [int(i) for batch in loader for i in batch]
     assert got == expected and len(loader) == len(sampler) // 6
+
+
+# -- scheduled mixtures (rlvr.schedule) ---------------------------------------------------
+SCHEDULE_DOMAINS = ["math"] * 40 + ["code"] * 30 + ["science"] * 20
+
+
+def scheduled(kind="piecewise", points=None, **kw) -> MixtureSampler:
+    points = points or [
+        (0, {"math": 3, "code": 1, "science": 0}),
+        (4, {"math": 0, "code": 1, "science": 1}),
+    ]
+    args = dict(mini_repeat_count=2, batch_size=4, repeat_count=1, num_batches=12, seed=5)
+    args.update(kw)
+    schedule = MixtureSchedule.from_points(kind, points)
+    return MixtureSampler(SCHEDULE_DOMAINS, mode="weighted", schedule=schedule, **args)
+
+
+def quotas(sampler: MixtureSampler) -> list[dict[str, int]]:
+    counts = [Counter(SCHEDULE_DOMAINS[i] for i in b) for b in batches(sampler, list(sampler))]
+    return [{d: c[d] for d in ("math", "code", "science")} for c in counts]
+
+
+def test_piecewise_schedule_switches_quotas_at_the_configured_step():
+    got = quotas(scheduled())
+    assert got[:4] == [{"math": 3, "code": 1, "science": 0}] * 4
+    assert got[4:] == [{"math": 0, "code": 2, "science": 2}] * 8
+    assert scheduled().weights_at_step(3) == {"code": 0.25, "math": 0.75, "science": 0.0}
+    assert scheduled().weights_at_step(4) == {"code": 0.5, "math": 0.0, "science": 0.5}
+
+
+def test_schedule_steps_count_optimiser_steps_not_batches():
+    """Two updates per batch (num_iterations=2): the step-4 point starts batch 2."""
+    sampler = scheduled(steps_per_batch=2, repeat_count=2)
+    got = quotas(sampler)
+    assert got[:2] == [{"math": 3, "code": 1, "science": 0}] * 2
+    assert got[2] == {"math": 0, "code": 2, "science": 2}
+    assert sampler.weights_at_step(5) == sampler.weights_at_step(4)
+
+
+def test_linear_schedule_moves_quotas_step_by_step():
+    points = [(0, {"math": 1, "code": 0, "science": 0}), (8, {"math": 0, "code": 0, "science": 1})]
+    sampler = scheduled("linear", points, batch_size=8, num_batches=12)
+    got = quotas(sampler)
+    assert [q["science"] for q in got] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8, 8]
+    assert all(q["math"] + q["science"] == 8 and q["code"] == 0 for q in got)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    start=st.lists(st.floats(0.0, 5.0), min_size=3, max_size=3).filter(lambda w: sum(w) > 0),
+    end=st.lists(st.floats(0.0, 5.0), min_size=3, max_size=3).filter(lambda w: sum(w) > 0),
+    span=st.integers(1, 30),
+    batch_size=st.integers(1, 16),
+)
+def test_scheduled_quotas_track_the_moving_target(start, end, span, batch_size):
+    names = ("math", "code", "science")
+    points = [(0, dict(zip(names, start, strict=True))), (span, dict(zip(names, end, strict=True)))]
+    sampler = scheduled("linear", points, batch_size=batch_size, num_batches=40)
+    target = Counter()
+    drawn = Counter()
+    for step, q in enumerate(quotas(sampler)):
+        shares = {d: sampler.weights_at_step(step).get(d, 0.0) for d in names}
+        for d in names:
+            target[d] += batch_size * shares[d]
+            drawn[d] += q[d]
+            assert abs(q[d] - batch_size * shares[d]) < 1.0  # every step within one prompt
+            assert q[d] == 0 or shares[d] > 0  # a paused domain is never drawn
+            assert abs(drawn[d] - target[d]) < 2.0  # and the long-run share stays on target
+
+
+@pytest.mark.parametrize("cut", [0, 9, 40, 63])
+def test_scheduled_save_restore_continues_exact_stream(cut):
+    expected = list(scheduled())
+    first = scheduled()
+    it = iter(first)
+    consumed = [next(it) for _ in range(cut)]
+    state = json.loads(json.dumps(first.state_dict()))
+    assert state["version"] == 2 and state["step"] == first._cursor.step
+    resumed = scheduled()
+    resumed.load_state_dict(state)
+    assert consumed + list(resumed) == expected
+
+
+def test_state_versions_and_schedules_are_checked_on_load():
+    plain = weighted()
+    v1 = {k: v for k, v in plain.state_dict().items() if k != "step"} | {"version": 1}
+    weighted().load_state_dict(v1)  # a version-1 state resumes an unscheduled mixture
+    with pytest.raises(ValueError, match="predates mixture schedules"):
+        scheduled().load_state_dict({**scheduled().state_dict(), "version": 1})
+    with pytest.raises(ValueError, match="version 3"):
+        weighted().load_state_dict({**plain.state_dict(), "version": 3})
+    other = scheduled(points=[(0, {"math": 1, "code": 1, "science": 1})])
+    with pytest.raises(ValueError, match="schedule"):
+        other.load_state_dict(scheduled().state_dict())
+
+
+def test_schedule_needs_weighted_mode_without_fixed_weights():
+    schedule = MixtureSchedule.from_points("piecewise", [(0, {"math": 1})])
+    with pytest.raises(ValueError, match="needs mode 'weighted'"):
+        MixtureSampler(SCHEDULE_DOMAINS, 2, 4, schedule=schedule)
+    with pytest.raises(ValueError, match="no fixed weights"):
+        MixtureSampler(SCHEDULE_DOMAINS, 2, 4, mode="weighted", weights=WEIGHTS, schedule=schedule)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -10,13 +11,17 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlvr.config.domain_files import check_domain_files
 from rlvr.config.schemas import ConfigError, RunConfig
+from rlvr.schedule import MixtureSchedule
 from tasks.schema import DOMAINS
+
+log = logging.getLogger(__name__)
 
 CHOICES: dict[str, tuple[str, ...]] = {
     "algo.loss_type": ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo"),
     "algo.scale_rewards": ("group", "batch", "none"),
     "algo.importance_sampling_level": ("token", "sequence"),
     "mixture.mode": ("natural", "weighted"),
+    "mixture.schedule.kind": ("none", "piecewise", "linear"),
     "logger.name": ("wandb", "none"),
     "logger.mode": ("offline", "online", "disabled"),
     "trainer.vllm_mode": ("colocate", "server"),
@@ -62,6 +67,7 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
                 f"does not select a domain; select it with domains=[...,{name}]"
             )
     _check_positive(run)
+    mixture_schedule(run)
     check_domain_files(run)
     if run.stage == "distill":
         check_distill(run, check_paths)
@@ -89,12 +95,49 @@ def _check_positive(run: RunConfig) -> None:
     for key, ok in checks.items():
         if not ok:
             raise ConfigError(f"{key} has an impossible value; see conf/ for sensible defaults")
-    if run.mixture.mode == "weighted":
+    if run.mixture.mode == "weighted" and run.mixture.schedule.kind == "none":
         bad = {d: c.weight for d, c in run.domains.items() if c.weight < 0}
         if bad or sum(c.weight for c in run.domains.values()) <= 0:
             raise ConfigError(
                 f"mixture=weighted needs non-negative weights with a positive sum: {bad}"
             )
+
+
+def mixture_schedule(run: RunConfig) -> MixtureSchedule | None:
+    """The run's validated ``mixture.schedule`` (None without one); errors name the fix."""
+    cfg = run.mixture.schedule
+    if cfg.kind == "none":
+        if cfg.points:
+            raise ConfigError(
+                "mixture.schedule.points are set but mixture.schedule.kind=none ignores them: "
+                "set mixture.schedule.kind=piecewise or linear (mixture=scheduled is piecewise)"
+            )
+        return None
+    if run.mixture.mode != "weighted":
+        raise ConfigError(
+            f"mixture.schedule needs mixture.mode=weighted, not {run.mixture.mode!r}: "
+            "use mixture=scheduled (or mixture=weighted) with the schedule"
+        )
+    for point in cfg.points:
+        if unknown := sorted(set(point.weights) - set(DOMAINS)):
+            raise ConfigError(
+                f"mixture.schedule: point at step {point.step} names unknown domain(s) "
+                f"{unknown}; valid domains: {', '.join(DOMAINS)}"
+            )
+    try:
+        schedule = MixtureSchedule.from_points(
+            cfg.kind, [(p.step, p.weights) for p in cfg.points], selected=sorted(run.domains)
+        )
+    except ValueError as err:
+        raise ConfigError(f"mixture.schedule: {err}") from None
+    if late := [s for s in schedule.steps if s >= run.trainer.max_steps > 0]:
+        log.warning(
+            "mixture.schedule: points at steps %s come at or after trainer.max_steps=%d and "
+            "are never reached",
+            late,
+            run.trainer.max_steps,
+        )
+    return schedule
 
 
 def check_distill(run: RunConfig, check_paths: bool = True) -> None:

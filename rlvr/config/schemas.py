@@ -61,8 +61,27 @@ class DomainConfig:
 
 
 @dataclass
+class SchedulePointConfig:
+    step: int = 0  # optimiser step (global_step) from which these weights apply
+    weights: dict[str, float] = field(default_factory=dict)  # every selected domain; 0 pauses one
+
+
+@dataclass
+class MixtureScheduleConfig:
+    """Domain weights that change with the training step (``rlvr.schedule``); needs
+    ``mixture.mode=weighted`` and replaces ``domains.<name>.weight``. The first point is at
+    step 0, steps increase; each point's weights are normalised to shares."""
+
+    # none (fixed weights) | piecewise (hold until the next point) | linear (interpolate shares)
+    kind: str = "none"
+    points: list[SchedulePointConfig] = field(default_factory=list)
+
+
+@dataclass
 class MixtureConfig:
     mode: str = "natural"  # natural (proportions follow sizes) | weighted (exact per-step quotas)
+    # weighted only: weights as a function of the step (mixture=scheduled sets kind=piecewise)
+    schedule: MixtureScheduleConfig = field(default_factory=MixtureScheduleConfig)
     train_size: int = 2000  # rows drawn per domain from generators; cap for real datasets
     heldout_size: int = 64  # held-out prompts per domain
     # Micro-suite difficulty levels per domain (a level or a list); absent domains use all.
