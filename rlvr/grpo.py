@@ -1,4 +1,4 @@
-"""Our typed config -> TRL's ``GRPOConfig``, and the one small ``GRPOTrainer`` override."""
+"""Our typed config -> TRL's ``GRPOConfig``, and our small ``GRPOTrainer`` subclass."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOConfig, GRPOTrainer
 
 from rlvr.config import ConfigError, RunConfig
@@ -104,15 +105,23 @@ def build_grpo_config(run: RunConfig, output_dir: Path) -> GRPOConfig:
 
 class RLVRGRPOTrainer(GRPOTrainer):
     """GRPOTrainer with our mixture sampler (its weights logged per step as
-    ``<domain>/mixture_weight``), generation timing and a log of the prompt ids each step
-    trains on (``<output_dir>/data_ids.jsonl``); nothing else overridden."""
+    ``<domain>/mixture_weight``), generation timing, a log of the prompt ids each step trains
+    on (``<output_dir>/data_ids.jsonl``) and, with ``async_generation``, one-step-ahead
+    generation on a copy of the policy (``rlvr.lookahead``, staleness logged as
+    ``async/staleness``). The overrides are the sampler, ``get_batch_samples`` (to see the
+    next step's batch), ``_generate_single_turn`` (to serve the batch sampled ahead) and the
+    checkpoint save/load of the batch held ahead."""
 
-    def __init__(self, *args, sampler_factory=None, **kwargs):
+    def __init__(self, *args, sampler_factory=None, async_generation=False, **kwargs):
         self._sampler_factory = sampler_factory
         self.mixture_sampler = None
         self.generation_seconds = 0.0
         super().__init__(*args, **kwargs)
         self.data_id_log = DataIdLog(Path(self.args.output_dir) / "data_ids.jsonl")
+        self.lookahead = self._build_lookahead() if async_generation else None
+        self._ahead: list = []  # dataloader batches taken early from ``_ahead_source``
+        self._ahead_source = None
+        self._next_batch = None  # the next step's generation batch, once seen
 
     def _get_train_sampler(self, dataset=None):
         if self._sampler_factory is None:
@@ -136,6 +145,9 @@ class RLVRGRPOTrainer(GRPOTrainer):
             step = self.state.global_step
             for domain, weight in self.mixture_sampler.weights_at_step(step).items():
                 self._metrics["train"][f"{domain}/mixture_weight"].append(weight)
+        if training and self.lookahead is not None:
+            # the ratio is taken against the weights that sampled (one version back when ahead)
+            output["old_per_token_logps"] = output["sampling_per_token_logps"]
         return output
 
     def _generate(self, prompts):
@@ -144,3 +156,87 @@ class RLVRGRPOTrainer(GRPOTrainer):
             return super()._generate(prompts)
         finally:
             self.generation_seconds += time.perf_counter() - start
+
+    # -- one-step-ahead generation (trainer.async_generation) --------------------------------
+    def _build_lookahead(self):
+        from rlvr.lookahead import Lookahead, Sampling
+
+        if self.use_vllm or self.top_k or self.min_p or self.repetition_penalty != 1.0:
+            raise ConfigError(
+                "trainer.async_generation samples with temperature and top-p on a copy of the "
+                "policy: it needs trainer.use_vllm=false, top_k=0, no min_p, repetition_penalty=1"
+            )
+        args = self.args
+        sampling = Sampling(
+            max_new_tokens=self.max_completion_length,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            eos_token_ids=tuple(self.eos_token_ids),
+            pad_token_id=self._tokenizer.pad_token_id,
+            seed=args.seed,
+            rank=self.accelerator.process_index,
+            autocast_dtype="bfloat16" if args.bf16 else "float16" if args.fp16 else None,
+        )
+        return Lookahead(self.model, sampling)
+
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        """This step's batches, and the next step's taken early so its generation can start."""
+        if self.lookahead is None:
+            return super().get_batch_samples(epoch_iterator, num_batches, device)
+        if epoch_iterator is not self._ahead_source:  # a new pass over the data
+            self._ahead, self._ahead_source = [], epoch_iterator
+        while len(self._ahead) < 2 * num_batches:
+            try:
+                self._ahead.append(next(epoch_iterator))
+            except StopIteration:
+                break
+        batches, self._ahead = self._ahead[:num_batches], self._ahead[num_batches:]
+        self._next_batch = self._ahead[0] if self._ahead else None
+        return batches, self._get_num_items_in_batch(batches, device)
+
+    def _generate_single_turn(
+        self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
+    ):
+        if self.lookahead is None or not self.model.training:
+            return super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
+        step, live = self.state.global_step, self.accelerator.unwrap_model(self.model)
+        waited = self.lookahead.stats.wait_s
+        rollout = self.lookahead.take(prompt_ids)
+        if rollout is None:  # the first batch, the first of a pass, or a resume with none saved
+            self.lookahead.sync(live, step)
+            rollout = self.lookahead.sample_now(prompt_ids, step)
+        metrics = self._metrics["train"]
+        metrics["async/staleness"].append(float(self.lookahead.record(rollout, step)))
+        metrics["async/wait_s"].append(self.lookahead.stats.wait_s - waited)
+        batch, self._next_batch = self._next_batch, None
+        if batch is not None and step + 1 < self.state.max_steps:
+            self.lookahead.sync(live, step)
+            next_ids = self._tokenize_prompts([x["prompt"] for x in batch])[0]
+            self.lookahead.submit(next_ids, step + 1)
+        return rollout.completion_ids, rollout.logprobs
+
+    def _save_checkpoint(self, model, trial):
+        if self.lookahead is not None:
+            name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            self.lookahead.save(Path(self._get_output_dir(trial=trial)) / name)
+        super()._save_checkpoint(model, trial)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if self.lookahead is not None and checkpoint is not None:
+            self.lookahead.load(Path(checkpoint))
+
+    def train(self, *args, **kwargs):
+        try:
+            return super().train(*args, **kwargs)
+        finally:
+            if self.lookahead is not None:
+                self.lookahead.close()
+
+    def generation_facts(self) -> dict[str, Any]:
+        """For the run summary: whether generation ran ahead, and its staleness and waits."""
+        if self.lookahead is None:
+            return {"async_generation": False}
+        return {"async_generation": True, **self.lookahead.stats.facts()}

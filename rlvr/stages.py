@@ -6,13 +6,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from rlvr.accounting import training_compute
 from rlvr.config import RunConfig
 from rlvr.data import DomainData, build_domain_data
 from rlvr.rewards import ErrorBudget, Scorer, StepTimer, build_reward_functions
 from rlvr.runs import (
     MetricsFileCallback,
     barrier,
-    device_seconds,
     is_main_process,
     local_device,
     read_metrics,
@@ -206,6 +206,7 @@ def grpo(
         peft_config=_peft_config(run),
         callbacks=[metrics_cb],
         sampler_factory=_sampler_factory(run, dataset),
+        async_generation=run.trainer.async_generation,
         **trainer_kwargs(dataset["environment"]),  # agent rows: TRL's environment_factory
     )
     trainer_ref["trainer"] = trainer
@@ -223,6 +224,7 @@ def grpo(
         "infra_errors": dict(budget.errors),
         "verifications": dict(budget.seen),
         "tokens": trainer.state.num_input_tokens_seen or _logged_tokens(trainer),
+        "generation": trainer.generation_facts(),  # async: staleness, waits
         **peak_memory(),
     }
     return str(final), facts
@@ -311,7 +313,7 @@ def summarise(
         "rl": rl,
         "sft_seconds": sft_seconds,
         "total_seconds": total_s,
-        "compute": device_seconds(total_s),
+        "compute": training_compute(run, total_s),  # with a generation server's devices
         "last_metrics": (read_metrics(run_dir / "metrics.jsonl") or [{}])[-1],
         **(extra or {}),
     }

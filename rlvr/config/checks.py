@@ -68,6 +68,7 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
             )
     _check_positive(run)
     mixture_schedule(run)
+    check_async_generation(run)
     check_domain_files(run)
     if run.stage == "distill":
         check_distill(run, check_paths)
@@ -95,6 +96,12 @@ def _check_positive(run: RunConfig) -> None:
     for key, ok in checks.items():
         if not ok:
             raise ConfigError(f"{key} has an impossible value; see conf/ for sensible defaults")
+    if run.trainer.use_vllm and run.trainer.vllm_mode == "server":
+        if run.trainer.vllm_server_devices < 1:
+            raise ConfigError(
+                "trainer.vllm_server_devices must be >= 1 with trainer.vllm_mode=server: the "
+                "GPUs the `trl vllm-serve` process holds (tensor x data parallel size)"
+            )
     if run.mixture.mode == "weighted" and run.mixture.schedule.kind == "none":
         bad = {d: c.weight for d, c in run.domains.items() if c.weight < 0}
         if bad or sum(c.weight for c in run.domains.values()) <= 0:
@@ -138,6 +145,39 @@ def mixture_schedule(run: RunConfig) -> MixtureSchedule | None:
             run.trainer.max_steps,
         )
     return schedule
+
+
+def check_async_generation(run: RunConfig) -> None:
+    """``trainer.async_generation`` runs where its one-step-ahead copy can (rlvr.lookahead)."""
+    if not run.trainer.async_generation:
+        return
+    refusals = [
+        (
+            run.trainer.use_vllm,
+            "trainer.use_vllm=false",
+            "with vLLM, TRL 1.16's asynchronous trainer (trl.experimental.async_grpo) is the "
+            "path, and it needs a `trl vllm-serve` server, NCCL weight transfer, FSDP2, "
+            "flash-attention kernels fetched from the Hub and picklable module-level reward "
+            "functions, and reads prompts in dataset order (no mixture sampler); rlvr does not "
+            "drive it. Generate with transformers (trainer.use_vllm=false) for one-step-ahead "
+            "generation, or set trainer.async_generation=false",
+        ),
+        (
+            run.algo.num_iterations != 1,
+            "algo.num_iterations=1",
+            "several updates per generation batch already train on older samples; generating "
+            "ahead is for one update per batch",
+        ),
+        (
+            "agent" in run.domains,
+            "no agent domain",
+            "tool episodes generate turn by turn against live environments with the current "
+            "policy; train agent rows with trainer.async_generation=false",
+        ),
+    ]
+    for broken, need, why in refusals:
+        if broken:
+            raise ConfigError(f"trainer.async_generation=true needs {need}: {why}")
 
 
 def check_distill(run: RunConfig, check_paths: bool = True) -> None:

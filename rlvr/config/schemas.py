@@ -174,8 +174,12 @@ class TrainerConfig:
     use_vllm: bool = False
     vllm_mode: str = "colocate"  # colocate | server
     vllm_server_base_url: str | None = None
+    vllm_server_devices: int = 1  # GPUs of the vLLM server (vllm_mode=server), in compute
     vllm_gpu_memory_utilization: float = 0.3
     use_cpu: bool = False
+    # One-step-ahead generation: a copy of the policy samples the next batch while the current
+    # one trains (staleness <= 1 optimiser step, logged as async/staleness; rlvr.lookahead).
+    async_generation: bool = False
     log_completions: bool = True
     num_completions_to_print: int = 0
     max_infra_error_rate: float = 0.05  # abort when verifier/infra errors exceed this share
