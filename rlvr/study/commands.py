@@ -29,8 +29,12 @@ HASHED: dict[str, tuple[str, ...]] = {
     "eval": ("model", "domains", "mixture.difficulty", "algo.strip_think", "algo.format_gate",
              "eval", "sandbox", "paths.data_dir"),
     "report": ("report",),
+    "filter": ("model", "domains", "mixture", "algo", "trainer", "sandbox", "paths.data_dir",
+               "init_from", "filter"),
 }  # fmt: skip
 HASHED["mixed"] = HASHED["expert"]
+# Entry points whose root config is their own (conf/<name>.yaml) rather than conf/train.yaml.
+ROOT_CONFIGS = {"rlvr.filter": "filter"}
 UNHASHED = ("resume", "logger", "study", "stage", "run_name")
 
 
@@ -58,21 +62,23 @@ def user_overrides(argv: Sequence[str]) -> list[str]:
     return keep
 
 
-def compose(overrides: Sequence[str]) -> DictConfig:
+def compose(overrides: Sequence[str], config_name: str = "train") -> DictConfig:
     """The root config with ``overrides``, without starting a Hydra application."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     from rlvr.cli import CONF_DIR, register_resolvers
+    from rlvr.config.filter import register_filter_schema
 
     register_configs()
+    register_filter_schema()
     register_resolvers()
     plain = [o for o in overrides if not o.split("=", 1)[0].startswith("hydra.")]
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return hydra_compose(config_name="train", overrides=plain)
+        return hydra_compose(config_name=config_name, overrides=plain)
 
 
 def stage_overrides(base: Sequence[str], stage: Stage) -> list[str]:
@@ -82,7 +88,7 @@ def stage_overrides(base: Sequence[str], stage: Stage) -> list[str]:
 
 def stage_config(base: Sequence[str], stage: Stage) -> RunConfig:
     """Compose and validate one stage's config at plan time (inputs may not exist yet)."""
-    cfg = compose(stage_overrides(base, stage))
+    cfg = compose(stage_overrides(base, stage), ROOT_CONFIGS.get(stage.entry, "train"))
     run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
     try:
         validate(run, check_paths=False)
