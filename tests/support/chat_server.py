@@ -17,6 +17,11 @@ from typing import Any
 MODEL = "judge-under-test"
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64  # the default 5 drops concurrent connects (a 1 s SYN retry each)
+
+
 class ChatServer:
     def __init__(self) -> None:
         self.reply: Callable[[list[dict[str, Any]]], str] = lambda messages: "Score: 7"
@@ -25,8 +30,7 @@ class ChatServer:
         self.raw: bytes | None = None
         self.requests: list[list[dict[str, Any]]] = []
         self.lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(("127.0.0.1", 0), self._handler())
         self.httpd.handle_error = lambda request, address: None  # a client that gave up waiting
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
 

@@ -85,6 +85,16 @@ def test_a_batch_asks_each_distinct_prompt_once(server):
     assert [v.status for v in verdicts] == [Status.CORRECT] * 4
 
 
+def test_a_batch_keeps_several_requests_in_flight(server):
+    server.delay_s = 0.3
+    start = time.monotonic()
+    verdicts = judge(server, openai={"concurrency": 8}).verify_many(
+        [str(i) for i in range(8)], [REF] * 8
+    )
+    assert time.monotonic() - start < 1.5  # one at a time would take 8 x 0.3 s
+    assert server.chat_requests == 8 and all(v.status is Status.CORRECT for v in verdicts)
+
+
 def test_failures_are_not_cached_and_never_score(server):
     server.reply = lambda messages: "no idea"
     verifier = judge(server)
