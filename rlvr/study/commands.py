@@ -29,8 +29,10 @@ HASHED: dict[str, tuple[str, ...]] = {
     "eval": ("model", "domains", "mixture.difficulty", "algo.strip_think", "algo.format_gate",
              "eval", "sandbox", "paths.data_dir"),
     "report": ("report",),
-    "filter": ("model", "domains", "mixture", "algo", "trainer", "sandbox", "paths.data_dir",
-               "init_from", "filter"),
+    "filter": ("model", "domains", "mixture", "algo.strip_think", "algo.format_gate",
+               "algo.max_completion_length", "trainer.seed", "trainer.max_infra_error_rate",
+               "trainer.infra_error_min_samples", "trainer.verifier_timeout_s", "sandbox",
+               "paths.data_dir", "init_from", "filter"),
 }  # fmt: skip
 HASHED["mixed"] = HASHED["expert"]
 # Entry points whose root config is their own (conf/<name>.yaml) rather than conf/train.yaml.
