@@ -19,7 +19,11 @@ a judge reply without a score in range, a judge timeout or a transport failure i
 verdict (infrastructure, counted by the reward bridge's error budget), never a score of 0; a
 reference the rubric cannot be filled from is an ``error`` verdict too. Scores are cached by
 the judge's prompt (rubric, question and completion) and the judge's identity; failures are not
-cached. The verifier runs in the caller's process (``verify_many`` marks it self-isolating): a
+cached. A completion that writes a score line of its own cannot pass it on through a judge that
+echoes it: verbatim copies of such a completion are cut from the reply before the score is read,
+and a reply whose only score was that copy is a ``format_error`` (bad output, scored 0). A
+completion can still try to talk the judge into a high score (reward hacking under RL pressure):
+evaluate judged domains with a programmatic verifier where one exists. The verifier runs in the caller's process (``verify_many`` marks it self-isolating): a
 judge call is bounded by its backend's own time limit, and an in-process model or one shared
 cache could not live in the scorer's worker processes.
 """
@@ -196,11 +200,17 @@ class JudgeVerifier:
             return Verdict.correct(raw, details, score=value)
         return Verdict.wrong(raw, details, score=value)
 
-    def _judged(self, key: str, reply: str | JudgeFailure, rubric: Rubric) -> Verdict:
+    def _judged(self, key: str, reply: str | JudgeFailure, rubric: Rubric, shown: str) -> Verdict:
         if isinstance(reply, JudgeFailure):
             self._count(failures=1)
             return Verdict.error(clip(f"judge failed: {reply}"))
         scored = rubric.score(reply)
+        if scored is not None and rubric.score(shown) is not None:  # the completion wrote one
+            scored = rubric.score(reply.replace(shown, " "))  # its verbatim copies do not count
+            if scored is None:
+                return Verdict.format_error(
+                    "the judge's only score is a copy of the completion's own score line"
+                )
         if scored is None:
             self._count(unparseable=1)
             return Verdict.error(
@@ -220,7 +230,7 @@ class JudgeVerifier:
         prompt once)."""
         out: list[Verdict | None] = [None] * len(completions)
         todo: dict[str, list[int]] = {}
-        asks: dict[str, tuple[list[dict[str, str]], Rubric]] = {}
+        asks: dict[str, tuple[list[dict[str, str]], Rubric, str]] = {}
         self._count(verified=len(completions))
         for i, (completion, reference) in enumerate(zip(completions, references, strict=True)):
             try:
@@ -235,13 +245,13 @@ class JudgeVerifier:
                 out[i] = self._verdict(hit, rubric)
                 continue
             todo.setdefault(key, []).append(i)
-            asks[key] = (messages, rubric)
+            asks[key] = (messages, rubric, completion[-self.max_chars :])
         if todo:
             keys = list(todo)
             self._count(judge_calls=len(keys))
             replies = self.backend.complete_many([asks[k][0] for k in keys])
             for key, reply in zip(keys, replies, strict=True):
-                verdict = self._judged(key, reply, asks[key][1])
+                verdict = self._judged(key, reply, *asks[key][1:])
                 for i in todo[key]:
                     out[i] = verdict
         return [v if v is not None else Verdict.error("item was not judged") for v in out]
