@@ -21,8 +21,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from rlvr.config import ConfigError
-from rlvr.config.filter import FilterRunConfig, check_filter
+from rlvr.config import ConfigError, RunConfig
 from rlvr.filtering import outputs
 from rlvr.filtering.passrate import (
     KEPT,
@@ -37,7 +36,7 @@ from verifiers.judge_backend import JudgeSetupError
 log = logging.getLogger(__name__)
 
 
-def training_rows(run: FilterRunConfig) -> dict[str, list[dict]]:
+def training_rows(run: RunConfig) -> dict[str, list[dict]]:
     """Each selected domain's training rows, loaded exactly as ``rlvr.train`` loads them."""
     from rlvr.data import load_task
 
@@ -51,7 +50,12 @@ def training_rows(run: FilterRunConfig) -> dict[str, list[dict]]:
     }
 
 
-def filter_rows(run: FilterRunConfig, run_dir: Path) -> dict:
+def default_out_dir(run: RunConfig) -> Path:
+    """``<paths.output_root>/<experiment>/filter/<run_name>``: beside, not inside, training runs."""
+    return Path(run.paths.output_root) / run.experiment / "filter" / run.run_name
+
+
+def filter_rows(run: RunConfig, run_dir: Path) -> dict:
     """The whole filter as a recipe; returns the counts written to ``counts.json``."""
     from rlvr import stages
     from rlvr.evaluation.generation import Decoding
@@ -62,9 +66,8 @@ def filter_rows(run: FilterRunConfig, run_dir: Path) -> dict:
 
     started = time.perf_counter()
     c = run.filter
-    check_filter(c)
     band = PassBand.of(c)
-    out = Path(c.out_dir) if c.out_dir else run_dir
+    out = Path(c.out_dir) if c.out_dir else default_out_dir(run)
     out.mkdir(parents=True, exist_ok=True)
     model_path = stages.starting_model(run)
     rows = training_rows(run)
@@ -121,10 +124,8 @@ def filter_rows(run: FilterRunConfig, run_dir: Path) -> dict:
 
 def main() -> None:
     from rlvr.cli import hydra_entry
-    from rlvr.config.filter import register_filter_schema
 
-    register_filter_schema()
-    hydra_entry("filter", filter_rows, config_name="filter")
+    hydra_entry("filter", filter_rows)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ import yaml
 from omegaconf import OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, validate
-from rlvr.config.filter import FilterConfig, FilterRunConfig, check_filter
+from rlvr.config.checks import check_filter
+from rlvr.config.filter import FilterConfig
 from rlvr.filtering.passrate import ABOVE, BELOW, KEPT, PassBand
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,19 +56,26 @@ def test_bad_filter_settings_fail_naming_the_key(change, message):
         check_filter(FilterConfig(**change))
 
 
-def test_the_filter_root_config_has_the_training_configs_groups():
-    train = yaml.safe_load((REPO / "conf" / "train.yaml").read_text())
-    mine = yaml.safe_load((REPO / "conf" / "filter.yaml").read_text())
-    swapped = ["rlvr_filter_schema" if d == "rlvr_schema" else d for d in train["defaults"]]
-    assert mine["defaults"] == swapped  # an experiment file composes for both
-    assert mine["hydra"]["job"] == train["hydra"]["job"] and mine["run_name"] == train["run_name"]
-    assert set(mine["filter"]) == set(vars(FilterConfig()))
+def test_filter_settings_are_a_group_of_the_run_config():
+    group = yaml.safe_load((REPO / "conf" / "filter" / "default.yaml").read_text())
+    assert group == {k: v for k, v in vars(FilterConfig()).items()}  # the file holds every key
+    run = compose("experiment=tiny_study", "filter.k=3", "filter.include_high=true")
+    assert (run.filter.k, run.filter.include_high, run.filter.low) == (3, True, 0.0)
+    with pytest.raises(ConfigError, match="filter.k=0"):  # checked with the rest of the config
+        compose("filter.k=0")
 
 
-def compose(*overrides: str, root: str = "train") -> RunConfig:
+def test_the_filter_writes_beside_training_runs_by_default():
+    from rlvr.filter import default_out_dir
+
+    run = compose("experiment=smoke", "paths.output_root=/o")
+    assert default_out_dir(run) == Path("/o/smoke/filter/test")
+
+
+def compose(*overrides: str) -> RunConfig:
     from rlvr.study.commands import compose as compose_config
 
-    cfg = compose_config([*overrides, "run_name=test"], root)
+    cfg = compose_config([*overrides, "run_name=test"])
     run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
     validate(run)
     return run
@@ -102,11 +110,10 @@ def test_filter_writes_the_band_and_its_rows_load_back(tmp_path, rlvr_cache):
     run = compose(
         "domains=[math]", "mixture.train_size=6", "+mixture.difficulty.math=1",
         "filter.k=2", "filter.include_low=true", "algo.max_completion_length=4",
-        "logger=none", "trainer.verifier_workers=1", root="filter",
+        "logger=none", "trainer.verifier_workers=1", f"filter.out_dir={tmp_path / 'filter'}",
     )  # fmt: skip
-    assert isinstance(run, FilterRunConfig)
     out = tmp_path / "filter"
-    filter_rows(run, out)
+    filter_rows(run, tmp_path / "hydra")
     counts = check_outputs(out, "math", rows=6, k=2)
     kept_ids = [r["id"] for r in read_jsonl(out / "math.jsonl")]
     assert counts["band"]["text"] == "0 <= p < 1" and kept_ids  # the untrained model: p = 0
@@ -162,7 +169,7 @@ def test_the_filter_command_bands_an_sft_models_pass_rates(tmp_path, rlvr_cache,
     cmd = [
         sys.executable, "-m", "rlvr.filter", "experiment=smoke", "logger=none",
         f"init_from={sft_checkpoint}", "mixture.train_size=24", "filter.k=4",
-        "trainer.verifier_workers=1", f"hydra.run.dir={out}",
+        "trainer.verifier_workers=1", f"filter.out_dir={out}", f"hydra.run.dir={out}",
     ]  # fmt: skip
     env = dict(os.environ, RLVR_CACHE=str(rlvr_cache))
     result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)

@@ -10,6 +10,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlvr.config.domain_files import check_domain_files
+from rlvr.config.filter import FilterConfig
 from rlvr.config.schemas import ConfigError, RunConfig
 from rlvr.schedule import MixtureSchedule
 from tasks.schema import DOMAINS
@@ -70,6 +71,7 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
     mixture_schedule(run)
     check_async_generation(run)
     check_domain_files(run)
+    check_filter(run.filter)
     if run.stage == "distill":
         check_distill(run, check_paths)
     check_model_source(run.model.name, run.paths.cache_dir)
@@ -178,6 +180,28 @@ def check_async_generation(run: RunConfig) -> None:
     for broken, need, why in refusals:
         if broken:
             raise ConfigError(f"trainer.async_generation=true needs {need}: {why}")
+
+
+def check_filter(c: FilterConfig) -> None:
+    """Fail fast on a pass-rate band or sampling setting that cannot work, naming the key."""
+    if c.k < 1 or c.batch_size < 1:
+        raise ConfigError(f"filter.k={c.k} and filter.batch_size={c.batch_size} must be >= 1")
+    if not 0.0 <= c.low <= c.high <= 1.0:
+        raise ConfigError(
+            f"filter.low={c.low} and filter.high={c.high}: need 0 <= low <= high <= 1 "
+            "(pass rates are shares of the k samples)"
+        )
+    if c.low == c.high and not (c.include_low and c.include_high):
+        raise ConfigError(
+            f"filter.low == filter.high == {c.low} keeps nothing unless both ends are "
+            "included: set filter.include_low=true filter.include_high=true, or widen the band"
+        )
+    if c.temperature <= 0 or not 0 < c.top_p <= 1:
+        raise ConfigError("filter.temperature must be > 0 and filter.top_p in (0, 1]")
+    if c.max_new_tokens is not None and c.max_new_tokens < 1:
+        raise ConfigError(
+            "filter.max_new_tokens must be >= 1 (or null: algo.max_completion_length)"
+        )
 
 
 def check_distill(run: RunConfig, check_paths: bool = True) -> None:

@@ -1,20 +1,13 @@
 """The schema of ``python -m rlvr.filter``: samples per row and the pass-rate band of the rows kept.
 
-``conf/filter.yaml`` composes the training config's groups against ``FilterRunConfig`` (the run
-schema plus ``filter``), so every experiment file and override of ``rlvr.train`` works here.
-Once ``RunConfig`` carries a ``filter`` field of its own, ``FilterRunConfig`` and the root file
-give way to a ``filter`` group in ``conf/train.yaml``.
+``RunConfig.filter`` (``conf/filter/default.yaml``), so filter settings live in experiment files
+and on a study's command line like every other group; ``rlvr.config.checks.check_filter``
+validates them with the rest of the config.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from hydra.core.config_store import ConfigStore
-
-from rlvr.config.schemas import ConfigError, RunConfig
-
-FILTER_SCHEMA = "rlvr_filter_schema"
+from dataclasses import dataclass
 
 
 @dataclass
@@ -36,35 +29,4 @@ class FilterConfig:
     max_new_tokens: int | None = None  # None: algo.max_completion_length, as GRPO samples
     batch_size: int = 64
     seed: int = 0
-    out_dir: str | None = None  # None: the run folder (hydra.run.dir)
-
-
-@dataclass
-class FilterRunConfig(RunConfig):
-    filter: FilterConfig = field(default_factory=FilterConfig)
-
-
-def register_filter_schema() -> None:
-    ConfigStore.instance().store(name=FILTER_SCHEMA, node=FilterRunConfig)
-
-
-def check_filter(c: FilterConfig) -> None:
-    """Fail fast on a band or sampling setting that cannot work, naming the key."""
-    if c.k < 1 or c.batch_size < 1:
-        raise ConfigError(f"filter.k={c.k} and filter.batch_size={c.batch_size} must be >= 1")
-    if not 0.0 <= c.low <= c.high <= 1.0:
-        raise ConfigError(
-            f"filter.low={c.low} and filter.high={c.high}: need 0 <= low <= high <= 1 "
-            "(pass rates are shares of the k samples)"
-        )
-    if c.low == c.high and not (c.include_low and c.include_high):
-        raise ConfigError(
-            f"filter.low == filter.high == {c.low} keeps nothing unless both ends are "
-            "included: set filter.include_low=true filter.include_high=true, or widen the band"
-        )
-    if c.temperature <= 0 or not 0 < c.top_p <= 1:
-        raise ConfigError("filter.temperature must be > 0 and filter.top_p in (0, 1]")
-    if c.max_new_tokens is not None and c.max_new_tokens < 1:
-        raise ConfigError(
-            "filter.max_new_tokens must be >= 1 (or null: algo.max_completion_length)"
-        )
+    out_dir: str | None = None  # None: <paths.output_root>/<experiment>/filter/<run_name>

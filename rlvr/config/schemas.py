@@ -8,6 +8,7 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 
 from rlvr.config.analysis import AnalyzeConfig
+from rlvr.config.filter import FilterConfig
 from tasks.schema import DOMAINS
 
 
@@ -309,6 +310,7 @@ class RunConfig:
     merge: MergeConfig = field(default_factory=MergeConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
     analyze: AnalyzeConfig = field(default_factory=AnalyzeConfig)
+    filter: FilterConfig = field(default_factory=FilterConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)

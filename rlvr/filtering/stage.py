@@ -28,6 +28,7 @@ def filter_stage(ctx: PlanContext) -> tuple[list[Stage], list[ModelRef]]:
     overrides = (
         _domain_option(run, run.study.domains),
         f"init_from={quote(ctx.sft.path)}",
+        f"filter.out_dir={quote(str(out))}",
         f"hydra.run.dir={quote(str(out))}",
     )
     deps = (ctx.sft.stage,) if ctx.sft.stage else ()

@@ -35,9 +35,9 @@ HASHED: dict[str, tuple[str, ...]] = {
                "paths.data_dir", "init_from", "filter"),
 }  # fmt: skip
 HASHED["mixed"] = HASHED["expert"]
-# Entry points whose root config is their own (conf/<name>.yaml) rather than conf/train.yaml.
-ROOT_CONFIGS = {"rlvr.filter": "filter"}
-UNHASHED = ("resume", "logger", "study", "stage", "run_name")
+# Settings no optional stage hashes: how a stage is tracked, resumed or launched, and the
+# filter's, which only the filter stage reads (HASHED lists them for it).
+UNHASHED = ("resume", "logger", "study", "stage", "run_name", "filter")
 
 
 def _hashed_part(resolved: dict, kind: str) -> dict:
@@ -71,10 +71,8 @@ def compose(overrides: Sequence[str], config_name: str = "train") -> DictConfig:
     from hydra.core.global_hydra import GlobalHydra
 
     from rlvr.cli import CONF_DIR, register_resolvers
-    from rlvr.config.filter import register_filter_schema
 
     register_configs()
-    register_filter_schema()
     register_resolvers()
     plain = [o for o in overrides if not o.split("=", 1)[0].startswith("hydra.")]
     if GlobalHydra.instance().is_initialized():
@@ -90,7 +88,7 @@ def stage_overrides(base: Sequence[str], stage: Stage) -> list[str]:
 
 def stage_config(base: Sequence[str], stage: Stage) -> RunConfig:
     """Compose and validate one stage's config at plan time (inputs may not exist yet)."""
-    cfg = compose(stage_overrides(base, stage), ROOT_CONFIGS.get(stage.entry, "train"))
+    cfg = compose(stage_overrides(base, stage))
     run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
     try:
         validate(run, check_paths=False)
