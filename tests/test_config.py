@@ -278,3 +278,18 @@ def test_sandbox_group_settings_reach_the_code_verifier(tmp_path):
     assert code == {"sandbox": "rlimit", "workers": 1, "memory_mb": 512, "sample_time_limit_s": 3}
     verifier = get_verifier("code", **code)  # every key is one the code verifier takes
     assert verifier.memory_mb == 512 and verifier.sample_time_limit_s == 3
+
+
+def test_a_plan_accepts_data_files_an_earlier_stage_writes_but_not_a_bad_format(tmp_path):
+    from rlvr.config import validate
+
+    later = tmp_path / "math.jsonl"  # a study's filter stage writes it
+    later.write_text("")
+    run = compose_run("domains.math.train_tasks=[rows_math]", f"domains.math.data_files=[{later}]")
+    later.unlink()
+    with pytest.raises(ConfigError, match="does not exist"):
+        validate(run)
+    validate(run, check_paths=False)  # the plan: nothing there yet, and that is fine
+    run.domains["math"].data_files = [str(tmp_path / "math.txt")]
+    with pytest.raises(ConfigError, match="is not JSONL, JSON or Parquet"):
+        validate(run, check_paths=False)

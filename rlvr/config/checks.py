@@ -70,7 +70,7 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
     _check_positive(run)
     mixture_schedule(run)
     check_async_generation(run)
-    check_domain_files(run)
+    check_domain_files(run, check_paths)
     check_filter(run.filter)
     if run.stage == "distill":
         check_distill(run, check_paths)

@@ -41,9 +41,9 @@ def files_by_task(name: str, dc: DomainConfig) -> dict[str, tuple[str, ...]]:
     return {dc.train_tasks[0]: _paths(value, key)}
 
 
-def _check_file(path: str, key: str, task: str) -> None:
+def _check_file(path: str, key: str, task: str, check_paths: bool = True) -> None:
     file = Path(path).expanduser()
-    if not file.is_file():
+    if check_paths and not file.is_file():
         raise ConfigError(
             f"{key}: {path!r} does not exist (resolved: {file.resolve()}); download a local "
             f"copy of {task}'s source (JSONL or Parquet) there, fix the path, or drop the "
@@ -53,8 +53,12 @@ def _check_file(path: str, key: str, task: str) -> None:
         raise ConfigError(f"{key}: {path!r} is not JSONL, JSON or Parquet ({', '.join(FORMATS)})")
 
 
-def check_domain_files(run: RunConfig) -> None:
-    """Fail fast on ``data_files``/``resolve_files`` that cannot work; the message names the fix."""
+def check_domain_files(run: RunConfig, check_paths: bool = True) -> None:
+    """Fail fast on ``data_files``/``resolve_files`` that cannot work; the message names the fix.
+
+    ``check_paths=False`` (a study's plan, where an earlier stage writes the files) checks the
+    keys and formats but not that the files exist yet.
+    """
     from tasks.adapters.blend_placeholders import HUB_IDS
 
     for name, dc in run.domains.items():
@@ -70,7 +74,7 @@ def check_domain_files(run: RunConfig) -> None:
             if not paths:
                 raise ConfigError(f"{key} is empty; give at least one file or drop the key")
             for path in paths:
-                _check_file(path, key, task)
+                _check_file(path, key, task, check_paths)
         if not dc.resolve_files:
             continue
         if not files:
@@ -83,4 +87,4 @@ def check_domain_files(run: RunConfig) -> None:
             if hub_id not in HUB_IDS:
                 raise ConfigError(f"{key}: unknown placeholder source; known: {', '.join(HUB_IDS)}")
             for path in _paths(paths, key):
-                _check_file(path, key, hub_id)
+                _check_file(path, key, hub_id, check_paths)
