@@ -89,6 +89,17 @@ def build_domain_data(run: RunConfig) -> dict[str, DomainData]:
     return out
 
 
+def sft_generators(run: RunConfig, domain: str) -> list[str]:
+    """Micro-suite generators of a domain's SFT demonstrations: its ``micro_<name>`` training
+    tasks (e.g. ``micro_parallel_math``), or the domain's own generator when it names none."""
+    tasks = run.domains[domain].train_tasks
+    return [t[len(MICRO_PREFIX) :] for t in tasks if t.startswith(MICRO_PREFIX)] or [domain]
+
+
+def _even_split(n: int, parts: int) -> list[int]:
+    return [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
+
+
 def sft_examples(run: RunConfig, seed: int) -> list[dict[str, Any]]:
     """Chat examples (prompt + assistant demonstration) from the micro-suite, per domain."""
     from rlvr.agent import AGENT
@@ -98,9 +109,14 @@ def sft_examples(run: RunConfig, seed: int) -> list[dict[str, Any]]:
     examples: list[dict[str, Any]] = []
     n = run.sft.examples_per_domain
     for domain in run.domains:
-        rows = micro.generate(
-            domain, n, seed=seed, difficulty=run.mixture.difficulty.get(domain), split="train"
-        )
+        names = sft_generators(run, domain)
+        rows = [
+            row
+            for name, count in zip(names, _even_split(n, len(names)), strict=True)
+            for row in micro.generate(
+                name, count, seed=seed, difficulty=run.mixture.difficulty.get(domain)
+            )
+        ]
         if domain == AGENT:  # tool-call turns, and the closing turn after the tool results
             examples += agent_sft_examples(rows)
             continue
