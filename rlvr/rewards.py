@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.agent import rollout_text, score_rollouts
+from rlvr.parallel import ParallelReward
 from verifiers import Status, Verdict
 
 log = logging.getLogger(__name__)
@@ -128,9 +129,12 @@ def make_domain_reward(
     table: CompletionTable,
     emits_table: bool,
     format_gate: bool = False,
+    parallel: ParallelReward | None = None,
 ) -> Callable[..., list[float | None]]:
     """TRL reward function for one domain (its ``__name__`` is ``reward_<domain>``). Rollouts
-    that ran in a tool environment are scored from its final episode, the rest from text."""
+    that ran in a tool environment are scored from its final episode, the rest from text.
+    With ``parallel`` (``algo.parallel_reward``) the score is its combined reward and
+    ``<domain>/parallel/...`` metrics are logged beside the domain's."""
 
     def reward(prompts, completions, **kwargs) -> list[float | None]:
         rows = [i for i, d in enumerate(kwargs["domain"]) if d == domain]
@@ -148,8 +152,12 @@ def make_domain_reward(
             verdicts = score_rollouts(items, rows, kwargs.get("environments"), scorer, format_gate)
             timer.reward_s += time.perf_counter() - start
             budget.record(domain, verdicts)  # raises above the error rate: nothing is scored as 0
-            for i, v in zip(rows, verdicts, strict=True):
-                out[i] = v.score
+            scores = [v.score for v in verdicts]
+            if parallel is not None:
+                scores, extra = parallel.apply(domain, [it[0] for it in items], verdicts)
+                _log_values(extra, kwargs)
+            for i, score in zip(rows, scores, strict=True):
+                out[i] = score
             _log_metrics(domain, rows, verdicts, kwargs)
             table.fill(len(completions), rows, verdicts, kwargs)
         if emits_table:
@@ -174,16 +182,24 @@ def _log_metrics(
         log_metric(name, value)
 
 
+def _log_values(values: dict[str, float], kwargs: dict[str, Any]) -> None:
+    log_metric = kwargs.get("log_metric")
+    if log_metric is not None:
+        for name, value in values.items():
+            log_metric(name, value)
+
+
 def build_reward_functions(
     domains: Sequence[str],
     scorer: Scorer,
     budget: ErrorBudget,
     timer: StepTimer,
     format_gate: bool = False,
+    parallel: ParallelReward | None = None,
 ):
     table = CompletionTable()
     last = len(domains) - 1
     return [
-        make_domain_reward(d, scorer, budget, timer, table, i == last, format_gate)
+        make_domain_reward(d, scorer, budget, timer, table, i == last, format_gate, parallel)
         for i, d in enumerate(domains)
     ]

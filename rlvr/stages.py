@@ -188,6 +188,7 @@ def grpo(
     from rlvr.agent import prepare_tokenizer, trainer_kwargs
     from rlvr.grpo import RLVRGRPOTrainer, build_grpo_config
     from rlvr.models import load_tokenizer
+    from rlvr.parallel import build_parallel_reward
 
     started = time.perf_counter()
     budget = ErrorBudget(run.trainer.max_infra_error_rate, run.trainer.infra_error_min_samples)
@@ -195,14 +196,16 @@ def grpo(
     dataset = _train_dataset(run, data)
     trainer_ref: dict[str, Any] = {}
     metrics_cb = MetricsFileCallback(run_dir / "metrics.jsonl", trainer_ref, timer)
+    tokenizer = prepare_tokenizer(load_tokenizer(start_path, run.model))
+    parallel = build_parallel_reward(run, tokenizer)  # algo.parallel_reward, or None
     trainer = RLVRGRPOTrainer(
         model=start_path,
         reward_funcs=build_reward_functions(
-            sorted(run.domains), scorer, budget, timer, run.algo.format_gate
+            sorted(run.domains), scorer, budget, timer, run.algo.format_gate, parallel
         ),
         args=build_grpo_config(run, run_dir / "checkpoints"),
         train_dataset=dataset,
-        processing_class=prepare_tokenizer(load_tokenizer(start_path, run.model)),
+        processing_class=tokenizer,
         peft_config=_peft_config(run),
         callbacks=[metrics_cb],
         sampler_factory=_sampler_factory(run, dataset),

@@ -70,6 +70,7 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
     _check_positive(run)
     mixture_schedule(run)
     check_async_generation(run)
+    check_parallel_reward(run)
     check_domain_files(run, check_paths)
     check_filter(run.filter)
     if run.stage == "distill":
@@ -202,6 +203,17 @@ def check_filter(c: FilterConfig) -> None:
         raise ConfigError(
             "filter.max_new_tokens must be >= 1 (or null: algo.max_completion_length)"
         )
+
+
+def check_parallel_reward(run: RunConfig) -> None:
+    """A known preset and known term names (``rlvr.parallel``), before any model loads."""
+    from rlvr.parallel import ParallelRewardError, reward_terms
+
+    cfg = run.algo.parallel_reward
+    try:
+        reward_terms(cfg.preset, dict(cfg.terms))
+    except ParallelRewardError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def check_distill(run: RunConfig, check_paths: bool = True) -> None:

@@ -91,6 +91,18 @@ class MixtureConfig:
 
 
 @dataclass
+class ParallelRewardConfig:
+    """Parallel-reasoning reward terms over every domain's verifier (``rlvr.parallel``):
+    preset none | threadweaver | parason, ``terms`` overriding its coefficients
+    (correct, rho, rho_clip, latency, latency_norm, subtask, trial, malformed); ``metrics``
+    logs ``<domain>/parallel/...`` with preset none (the reward stays the verifier's)."""
+
+    preset: str = "none"
+    terms: dict[str, float] = field(default_factory=dict)
+    metrics: bool = False
+
+
+@dataclass
 class AlgoConfig:
     name: str = "grpo"
     loss_type: str = "grpo"
@@ -116,6 +128,7 @@ class AlgoConfig:
     vllm_importance_sampling_correction: bool = True
     strip_think: bool = True
     format_gate: bool = False  # M2RL: no </think> -> score 0
+    parallel_reward: ParallelRewardConfig = field(default_factory=ParallelRewardConfig)
 
 
 @dataclass
