@@ -143,24 +143,43 @@ def test_canonical_rows_of_another_domain_or_without_files_do_not_load(tmp_path)
     assert quality.total_dropped("rows_math/train") == 1
 
 
-def test_the_filter_is_a_study_stage_after_sft(tmp_path):
+def test_the_filter_is_a_study_stage_after_sft_and_the_grpo_arms_train_on_its_rows(tmp_path):
     from rlvr.study.__main__ import plan
 
     args = ["experiment=tiny_study", f"study.out_dir={tmp_path}", "study.stages=[filter]"]
-    args += ["study.domains=[math,code]", "study.merges=[]", "study.mixed=false"]
-    _, stages, hashes, commands = plan(args)
-    stage = next(s for s in stages if s.name == "filter")
+    args += ["study.domains=[math,code]", "study.merges=[]"]
+    run, stages, hashes, commands = plan(args)
+    by_name = {s.name: s for s in stages}
+    stage = by_name["filter"]
     assert stage.deps == ("sft",) and stage.entry == "rlvr.filter"
+    out = tmp_path / "filter"
     assert stage.outputs == (
-        tmp_path / "filter" / "counts.json",
-        tmp_path / "filter" / "pass_rates.png",
-    )
+        out / "counts.json", out / "pass_rates.png", out / "math.jsonl", out / "code.jsonl"
+    )  # fmt: skip
     assert f'init_from="{tmp_path}/sft/final"' in commands["filter"]
-    assert "filter" in next(s for s in stages if s.name == "report").deps
+    assert f'filter.out_dir="{out}"' in commands["filter"]
+    assert [s.name for s in stages].index("filter") < [s.name for s in stages].index(
+        "expert-math-seed0"
+    )
+    for arm in ("expert-math-seed0", "expert-code-seed0", "mixed-seed0"):
+        assert by_name[arm].deps == ("sft", "filter")
+    math_rows = [
+        "domains.math.train_tasks=[rows_math]",
+        f'domains.math.data_files=["{out}/math.jsonl"]',
+    ]
+    assert set(math_rows) <= set(by_name["mixed-seed0"].overrides)
+    assert set(math_rows) <= set(by_name["expert-math-seed0"].overrides)
+    assert not any("domains.math" in o for o in by_name["expert-code-seed0"].overrides)
+    assert not any("rows_" in o for o in by_name["eval-sft"].overrides)  # same benchmarks
+    assert "filter" in by_name["report"].deps
     _, _, other, _ = plan([*args, "mixture.train_size=10"])
     assert other["filter"] != hashes["filter"]  # the rows it reads changed
     _, _, same, _ = plan([*args, "eval.k=2", "algo.learning_rate=1e-3"])
     assert same["filter"] == hashes["filter"]  # settings neither it nor the SFT reads
+    _, _, band, _ = plan([*args, "filter.include_high=true"])  # on the study's command line
+    assert band["sft"] == hashes["sft"] and band["eval-sft"] == hashes["eval-sft"]
+    for changed in ("filter", "expert-math-seed0", "mixed-seed0", "eval-mixed-seed0"):
+        assert band[changed] != hashes[changed]  # new rows retrain the arms
 
 
 @pytest.mark.slow

@@ -214,6 +214,25 @@ def test_dry_run_prints_every_stage_with_command_and_dependencies(tmp_path):
     assert not (tmp_path / "study.json").exists()  # a dry run touches nothing
 
 
+def test_dry_run_shows_the_grpo_arms_waiting_for_the_filter_and_reading_its_rows(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "rlvr.study", "experiment=tiny_study", "study.dry_run=true",
+         f"study.out_dir={tmp_path}", "study.stages=[filter]", "study.domains=[math,code]",
+         "study.merges=[]"],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    names = [line.split()[0] for line in out[1::2]]
+    assert names.index("sft") < names.index("filter") < names.index("expert-math-seed0")
+    for arm in ("expert-math-seed0", "expert-code-seed0", "mixed-seed0"):
+        i = names.index(arm)
+        assert out[1 + 2 * i].split("after ")[1] == "sft,filter"
+        command = out[2 + 2 * i]
+        for d in ("math", "code") if arm.startswith("mixed") else (arm.split("-")[1],):
+            assert f"'domains.{d}.train_tasks=[rows_{d}]'" in command
+            assert f"'domains.{d}.data_files=[\"{tmp_path}/filter/{d}.jsonl\"]'" in command
+    assert "rows_" not in out[2 + 2 * names.index("eval-sft")]  # evaluation: the benchmarks
+
+
 def test_bad_input_exits_with_the_fix_before_anything_runs(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "rlvr.study", "experiment=tiny_study", "study.merges=[tie]",

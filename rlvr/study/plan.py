@@ -1,4 +1,4 @@
-"""The study's plan: SFT -> experts -> mixed -> merges -> optional stages -> evaluation -> report.
+"""The study's plan: SFT -> data stages -> experts -> mixed -> merges -> optional stages -> evaluation -> report.
 
 Each stage is one existing entry point run as its own process with explicit Hydra overrides;
 stages find each other's outputs through the folders this module assigns, never through
@@ -56,6 +56,10 @@ class PlanContext:
     mixed: dict[int, ModelRef]  # seed -> mixed model
     extra_models: list[ModelRef] = field(default_factory=list)
     merges: list[ModelRef] = field(default_factory=list)  # every seed's merged models
+    # what the data stages leave for the GRPO arms: per domain, the overrides that select
+    # their rows, and the stages that write them
+    data: dict[str, list[str]] = field(default_factory=dict)
+    data_stages: list[str] = field(default_factory=list)
 
 
 # Optional stages by name (``study.stages=[...]``): a builder returns its stages and the models
@@ -66,6 +70,17 @@ OPTIONAL_STAGES: dict[str, OptionalStageBuilder] = {}
 
 def register_optional_stage(name: str, builder: OptionalStageBuilder) -> None:
     OPTIONAL_STAGES[name] = builder
+
+
+# Data stages by name (``study.stages=[...]`` too), built right after SFT: a builder returns
+# its stages and, per domain, the overrides that point a GRPO arm at the rows they write; every
+# expert and mixed arm waits for them. The pass-rate filter registers here.
+DataStageBuilder = Callable[[PlanContext], tuple[list[Stage], dict[str, Sequence[str]]]]
+DATA_STAGES: dict[str, DataStageBuilder] = {}
+
+
+def register_data_stage(name: str, builder: DataStageBuilder) -> None:
+    DATA_STAGES[name] = builder
 
 
 def quote(value: str) -> str:
@@ -111,8 +126,8 @@ def check_plan_names(run: RunConfig) -> None:
     if s.merges and len(s.domains) < 2:
         raise ConfigError("study.merges needs at least two domains' experts to merge")
     _check_benchmarks(run)
-    if bad := [n for n in s.stages if n not in OPTIONAL_STAGES]:
-        known = ", ".join(sorted(OPTIONAL_STAGES)) or "none are installed yet"
+    if bad := [n for n in s.stages if n not in OPTIONAL_STAGES and n not in DATA_STAGES]:
+        known = ", ".join(sorted({*OPTIONAL_STAGES, *DATA_STAGES})) or "none are installed yet"
         raise ConfigError(f"study.stages: unknown {bad}; optional stages: {known}")
     if s.jobs < 1:
         raise ConfigError(f"study.jobs={s.jobs}; run at least one stage at a time")
@@ -175,14 +190,28 @@ def _training_stage(
     )
 
 
-def _grpo_overrides(run: RunConfig, domains: Sequence[str], sft: ModelRef, seed: int) -> list[str]:
-    """An expert's or the mixed arm's own overrides: they differ only in their domains."""
+def _grpo_overrides(ctx: PlanContext, domains: Sequence[str], seed: int) -> list[str]:
+    """An expert's or the mixed arm's own overrides: they differ only in their domains (and
+    the rows the data stages selected for those domains)."""
     return [
-        _domain_option(run, domains),
-        f"init_from={quote(sft.path)}",
+        _domain_option(ctx.run, domains),
+        f"init_from={quote(ctx.sft.path)}",
         f"trainer.seed={seed}",
         "resume=true",
+        *(o for d in domains for o in ctx.data.get(d, ())),
     ]
+
+
+def _data_stages(ctx: PlanContext) -> list[Stage]:
+    """The data stages ``study.stages`` names; their overrides and names go to ``ctx``."""
+    stages: list[Stage] = []
+    for name in (n for n in ctx.run.study.stages if n in DATA_STAGES):
+        built, overrides = DATA_STAGES[name](ctx)
+        stages += built
+        ctx.data_stages += [st.name for st in built]
+        for domain, values in overrides.items():
+            ctx.data.setdefault(domain, []).extend(values)
+    return stages
 
 
 def build_plan(run: RunConfig) -> list[Stage]:
@@ -200,24 +229,25 @@ def build_plan(run: RunConfig) -> list[Stage]:
             )
         )
         sft = ModelRef("sft", str(out / "final"), "sft")
-    sft_deps = [sft.stage] if sft.stage else []
     ctx = PlanContext(run, root, sft, {}, {})
+    stages += _data_stages(ctx)
+    deps = [*([sft.stage] if sft.stage else []), *ctx.data_stages]
     for seed in s.seeds:
         for domain in s.domains:
             name = f"expert-{domain}-seed{seed}"
             out = root / "experts" / f"{domain}-seed{seed}"
-            extra = _grpo_overrides(run, [domain], sft, seed)
-            stages.append(_training_stage(run, name, "expert", "rlvr.train", out, extra, sft_deps))
+            extra = _grpo_overrides(ctx, [domain], seed)
+            stages.append(_training_stage(run, name, "expert", "rlvr.train", out, extra, deps))
             ctx.experts[(domain, seed)] = ModelRef(f"{domain}-seed{seed}", str(out / "final"), name)
         if s.mixed:
             name, out = f"mixed-seed{seed}", root / "mixed" / f"seed{seed}"
-            extra = _grpo_overrides(run, s.domains, sft, seed)
-            stages.append(_training_stage(run, name, "mixed", "rlvr.train", out, extra, sft_deps))
+            extra = _grpo_overrides(ctx, s.domains, seed)
+            stages.append(_training_stage(run, name, "mixed", "rlvr.train", out, extra, deps))
             ctx.mixed[seed] = ModelRef(f"mixed-seed{seed}", str(out / "final"), name)
     merged = [m for seed in s.seeds for m in _merge_stages(run, ctx, seed, stages)]
     ctx.merges += merged
-    optional: list[str] = []  # the report waits for them too (it includes the analyses)
-    for name in s.stages:
+    optional = list(ctx.data_stages)  # the report waits for them too (it includes the analyses)
+    for name in (n for n in s.stages if n in OPTIONAL_STAGES):
         extra_stages, extra_models = OPTIONAL_STAGES[name](ctx)
         stages += extra_stages
         optional += [st.name for st in extra_stages]
