@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, register_configs, to_config
 from rlvr.rewards import VerifierInfrastructureError
+from verifiers.judge_backend import JudgeSetupError
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 log = logging.getLogger("rlvr")
@@ -133,7 +134,9 @@ def hydra_entry(
         configure_threads()
         try:
             body(run, Path(HydraConfig.get().runtime.output_dir))
-        except ConfigError as err:  # bad setup found once the stage looks at its inputs
+        # bad setup found once the stage looks at its inputs (a judge built with the scorer:
+        # unknown backend, endpoint down), still before any model loads
+        except (ConfigError, JudgeSetupError) as err:
             log.error("config error: %s", err)
             sys.exit(2)
         except VerifierInfrastructureError as err:  # the error budget ran out: one clear line

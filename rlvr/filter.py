@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from rlvr.config import ConfigError, RunConfig
+from rlvr.config import RunConfig
 from rlvr.filtering import outputs
 from rlvr.filtering.passrate import (
     KEPT,
@@ -31,7 +31,6 @@ from rlvr.filtering.passrate import (
     domain_counts,
     row_pass,
 )
-from verifiers.judge_backend import JudgeSetupError
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +70,7 @@ def filter_rows(run: RunConfig, run_dir: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     model_path = stages.starting_model(run)
     rows = training_rows(run)
-    try:  # the training verifiers; a judge's bad setup stops the run here, before the model
-        scorer = stages.make_scorer(run)
-    except JudgeSetupError as err:
-        raise ConfigError(str(err)) from None
+    scorer = stages.make_scorer(run)  # a judge's bad setup stops the run here, before the model
     model = load_model(model_path, run.model).to(local_device())
     tokenizer = load_tokenizer(model_path, run.model)
     decoding = Decoding(

@@ -293,3 +293,30 @@ def test_a_plan_accepts_data_files_an_earlier_stage_writes_but_not_a_bad_format(
     run.domains["math"].data_files = [str(tmp_path / "math.txt")]
     with pytest.raises(ConfigError, match="is not JSONL, JSON or Parquet"):
         validate(run, check_paths=False)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("judge", "message"),
+    [
+        (["backend=nope"], "unknown judge backend 'nope'; known: "),
+        (["backend=openai", "openai.base_url=http://127.0.0.1:{port}/v1", "openai.timeout_s=2"],
+         "judge endpoint http://127.0.0.1:{port}/v1/models does not answer"),
+    ],
+)  # fmt: skip
+def test_a_bad_judge_setup_exits_cleanly_before_loading_a_model(judge, message, tmp_path):
+    port = _closed_port()
+    key = "domains.math.verifier_options.judge"
+    args = [f"{key}.{o.format(port=port)}" for o in judge]
+    code, output, _ = run_cli("domains=[judged/math]", "logger=none", *args, tmp_path=tmp_path)
+    assert code == 2, output[-2000:]
+    assert f"config error: {message.format(port=port)}" in output
+    assert "Traceback" not in output and "Error executing job" not in output
+    assert "Loading weights" not in output and "tiny model ready" not in output
