@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import atexit
 import logging
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rlvr import judging  # noqa: F401  (registers the in-process "hf" judge backend)
 from rlvr.rewards import Scorer
 from verifiers import ReasoningFormat, Verdict, Verifier, get_verifier, verify
+from verifiers.api import MAX_COMPLETION_CHARS, as_text
 from verifiers.pool import VerifierPool
+from verifiers.reasoning import passes_format_gate, strip_think
+from verifiers.verdict import clip
 
 log = logging.getLogger(__name__)
+
+# Verifiers whose ``verify_many`` grades a whole batch at once (the judge: one backend batch,
+# each distinct prompt once), called once per batch. The other self-isolating ones (code:
+# its own sandbox pool) run item by item from threads, the rest in the killable worker pool.
+BATCHED = frozenset({"judge"})
 
 
 class VerifierCache:
@@ -37,6 +46,41 @@ def self_isolating(verifier: Verifier) -> bool:
     return hasattr(verifier, "verify_many")
 
 
+def graded_text(completion: Any, reasoning: ReasoningFormat) -> str | Verdict:
+    """What ``verifiers.verify`` hands its verifier, or the format gate's verdict."""
+    text = as_text(completion)
+    if reasoning.format_gate and not passes_format_gate(text):
+        return Verdict.format_error(
+            "no </think>: the format gate requires a closed reasoning section"
+        )
+    text = strip_think(text) if reasoning.strip_think else text
+    return text[-MAX_COMPLETION_CHARS:]
+
+
+def verify_batch(
+    verifier: Any, items: list[tuple[Any, dict]], reasoning: ReasoningFormat
+) -> list[Verdict]:
+    """``verify`` of every item through one ``verifier.verify_many`` call: the same reasoning
+    format, and a verifier that raises gives every item an ``error`` verdict (never 0.0)."""
+    out: list[Verdict | None] = [None] * len(items)
+    todo, texts = [], []
+    for i, (completion, _) in enumerate(items):
+        graded = graded_text(completion, reasoning)
+        if isinstance(graded, Verdict):
+            out[i] = graded
+        else:
+            todo.append(i)
+            texts.append(graded)
+    try:
+        verdicts = verifier.verify_many(texts, [items[i][1] for i in todo]) if todo else []
+    except Exception as exc:  # a verifier bug is an infrastructure error, never a silent 0
+        log.warning("verifier %s raised %s: %s", verifier, type(exc).__name__, exc)
+        verdicts = [Verdict.error(clip(f"verifier raised {type(exc).__name__}: {exc}"))] * len(todo)
+    for i, v in zip(todo, verdicts, strict=True):
+        out[i] = v
+    return [v if v is not None else Verdict.error("item was not scored") for v in out]
+
+
 def build_scorer(
     reasoning: ReasoningFormat, options: dict[str, dict[str, Any]], workers: int, timeout_s: float
 ) -> Scorer:
@@ -49,9 +93,16 @@ def build_scorer(
 
     def score(items: list[tuple[str, dict, str]]) -> list[Verdict]:
         results: list[Verdict | None] = [None] * len(items)
-        pooled, isolated = [], []
+        pooled, isolated, batched = [], [], defaultdict(list)
         for i, (_, _, name) in enumerate(items):
-            (isolated if self_isolating(verifier_for(name)) else pooled).append(i)
+            if name in BATCHED:
+                batched[name].append(i)
+            else:
+                (isolated if self_isolating(verifier_for(name)) else pooled).append(i)
+        for name, where in batched.items():
+            part = [(items[i][0], items[i][1]) for i in where]
+            for i, v in zip(where, verify_batch(verifier_for(name), part, reasoning), strict=True):
+                results[i] = v
         if pooled:
             batch = [(items[i][0], items[i][1], verifier_for(items[i][2])) for i in pooled]
             for i, v in zip(pooled, pool.verify_batch(batch), strict=True):
