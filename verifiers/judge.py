@@ -180,7 +180,7 @@ class JudgeVerifier:
         if name not in self.rubrics:
             known = ", ".join(sorted(n for n in self.rubrics if n)) or "none"
             raise ValueError(f"rubric {name!r} is not configured (rubrics: {known})")
-        text = self.rubrics[name].prompt(completion[-self.max_chars :], reference)
+        text = self.rubrics[name].prompt(_encodable(completion[-self.max_chars :]), reference)
         head = [{"role": "system", "content": self.system}] if self.system else []
         return [*head, {"role": "user", "content": text}]
 
@@ -297,3 +297,9 @@ def make_judge(
 
 
 register("judge", make_judge)
+
+
+def _encodable(text: str) -> str:
+    """The text as valid UTF-8: lone surrogates (model output decoded with surrogateescape)
+    become U+FFFD, so neither the cache key, the HTTP body nor a tokenizer trips on them."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pickle
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -185,7 +187,7 @@ def _free_port() -> int:
 
 # Bad setup fails when the verifier is built, naming what to fix.
 SETUPS = [
-    ({"backend": "gpt"}, "unknown judge backend 'gpt'; known: openai"),
+    ({"backend": "gpt"}, "unknown judge backend 'gpt'; known: "),  # and whatever else registered
     ({"backend": ""}, "set verifier_options.judge.backend"),
     ({"rubric": None}, "the judge has no rubric"),
     ({"rubric": "Score this."}, "never shows the judge the {completion}"),
@@ -217,12 +219,14 @@ def test_an_unreachable_endpoint_fails_at_start():
 
 
 def test_the_hf_backend_is_named_as_rlvrs_when_missing():
-    from verifiers.judge_backend import _BACKENDS, get_judge_backend
-
-    if "hf" in _BACKENDS:  # rlvr was imported in this process: the name resolves
-        pytest.skip("rlvr.judging registered 'hf' in this test process")
-    with pytest.raises(JudgeSetupError, match="'hf' is registered by rlvr.judging"):
-        get_judge_backend("hf")
+    """In an interpreter that never imported rlvr (the verifiers package alone), asking for the
+    ``hf`` backend names the module that registers it."""
+    code = (
+        "from verifiers.judge_backend import JudgeSetupError, get_judge_backend\n"
+        "try:\n    get_judge_backend('hf')\nexcept JudgeSetupError as e:\n    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "'hf' is registered by rlvr.judging" in out.stdout
 
 
 def test_rubric_scaling_on_other_scales():
