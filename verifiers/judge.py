@@ -2,7 +2,7 @@
 
 Options (``domains.<d>.verifier_options.judge``):
 - ``backend``: ``openai`` (an OpenAI-compatible chat endpoint, ``verifiers.judge_http``) or
-  ``hf`` (a local Hugging Face model in-process, registered by ``rlvr.judging``); each backend's
+  ``hf`` (a local Hugging Face model in-process, registered by ``rlvr.rewards.judging``); each backend's
   settings sit under its own name (``openai: {base_url, model, timeout_s ...}``,
   ``hf: {model, max_new_tokens ...}``), so switching backends is one override.
 - ``rubric``: the judge's user turn, a template with ``{completion}`` and any of ``{question}``,
@@ -38,7 +38,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from string import Formatter
-from typing import Any
+from typing import Any, ClassVar
 
 from verifiers import judge_http  # noqa: F401  (registers the ``openai`` backend)
 from verifiers.judge_backend import (
@@ -153,6 +153,9 @@ class ScoreCache:
 @dataclass
 class JudgeVerifier:
     """Scores completions with a judge model; see the module docstring for options."""
+
+    # the scorer hands ``verify_many`` a whole batch (one backend batch, each prompt once)
+    grades_batches: ClassVar[bool] = True
 
     backend: JudgeBackend
     rubrics: dict[str, Rubric]  # "" is the default rubric
