@@ -15,7 +15,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, register_configs, to_config
-from rlvr.rewards import VerifierInfrastructureError
+from rlvr.rewards.bridge import VerifierInfrastructureError
 from verifiers.judge_backend import JudgeSetupError
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")

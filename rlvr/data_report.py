@@ -69,7 +69,7 @@ def unscorable_reason(row: dict[str, Any], options: dict[str, Any]) -> str | Non
     """Why a loaded row could not be scored, or None: names that do not resolve, or a dry
     check that ends in a verifier error (empty completion; for environment rows, the episode
     the row opens, scored before any call)."""
-    from rlvr.scoring import VerifierCache
+    from rlvr.rewards.scoring import VerifierCache
     from tasks.environments import UnknownEnvironmentError, episode_verdict, get_environment_class
     from tasks.schema import reference_of
     from verifiers import Status, UnknownVerifierError, verify

@@ -88,7 +88,7 @@ def distill_student(
 
     from rlvr.distillation.trainer import RoutedDistillationTrainer, build_distill_config
     from rlvr.models import load_tokenizer
-    from rlvr.rewards import ErrorBudget, StepTimer, build_reward_functions
+    from rlvr.rewards.bridge import ErrorBudget, StepTimer, build_reward_functions
     from rlvr.runs import MetricsFileCallback
     from rlvr.stages import _peft_config, _resume_checkpoint, _sampler_factory, _save_final
 

@@ -28,7 +28,7 @@ from rlvr.evaluation.backends import (
 )
 from rlvr.evaluation.generation import Decoding
 from rlvr.evaluation.heldout import mean_pass_at_k
-from rlvr.rewards import Scorer
+from rlvr.rewards.bridge import Scorer
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +211,7 @@ def study_dir(run: RunConfig) -> Path:
 
 def make_eval_scorer(run: RunConfig) -> Scorer:
     """The training scorer (same verifiers, options and reasoning format) with eval's pool size."""
-    from rlvr.scoring import build_scorer
+    from rlvr.rewards.scoring import build_scorer
     from rlvr.stages import add_sandbox_options, verifier_options
     from verifiers import ReasoningFormat
 

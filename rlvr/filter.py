@@ -60,7 +60,7 @@ def filter_rows(run: RunConfig, run_dir: Path) -> dict:
     from rlvr.evaluation.generation import Decoding
     from rlvr.evaluation.heldout import sample_and_score
     from rlvr.models import load_model, load_tokenizer
-    from rlvr.rewards import ErrorBudget
+    from rlvr.rewards.bridge import ErrorBudget
     from rlvr.runs import local_device
 
     started = time.perf_counter()

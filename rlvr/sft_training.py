@@ -31,7 +31,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
 
     from rlvr.grpo import report_to
     from rlvr.models import load_tokenizer, model_init_kwargs
-    from rlvr.rewards import StepTimer
+    from rlvr.rewards.bridge import StepTimer
     from rlvr.runs import (
         MetricsFileCallback,
         barrier,

@@ -9,7 +9,7 @@ from typing import Any
 from rlvr.accounting import training_compute
 from rlvr.config import RunConfig
 from rlvr.data import DomainData, build_domain_data
-from rlvr.rewards import ErrorBudget, Scorer, StepTimer, build_reward_functions
+from rlvr.rewards.bridge import ErrorBudget, Scorer, StepTimer, build_reward_functions
 from rlvr.runs import (
     MetricsFileCallback,
     barrier,
@@ -61,7 +61,7 @@ def add_sandbox_options(run: RunConfig, options: dict[str, dict[str, Any]]) -> N
 
 def make_scorer(run: RunConfig) -> Scorer:
     """Batch scorer: the verifier worker pool (hard per-item time limit) for every domain."""
-    from rlvr.scoring import build_scorer
+    from rlvr.rewards.scoring import build_scorer
     from verifiers import ReasoningFormat
 
     reasoning = ReasoningFormat(strip_think=run.algo.strip_think, format_gate=run.algo.format_gate)
@@ -188,7 +188,7 @@ def grpo(
     from rlvr.agent import prepare_tokenizer, trainer_kwargs
     from rlvr.grpo import RLVRGRPOTrainer, build_grpo_config
     from rlvr.models import load_tokenizer
-    from rlvr.parallel import build_parallel_reward
+    from rlvr.rewards.parallel import build_parallel_reward
 
     started = time.perf_counter()
     budget = ErrorBudget(run.trainer.max_infra_error_rate, run.trainer.infra_error_min_samples)

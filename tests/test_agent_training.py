@@ -10,7 +10,7 @@ import pytest
 
 from rlvr import tiny_model
 from rlvr.agent import rollout_text, score_rollouts, sft_examples, trainer_kwargs, training_row
-from rlvr.scoring import sequential_scorer
+from rlvr.rewards.scoring import sequential_scorer
 from tasks import micro
 from tasks.environments import (
     NoToolsEnvironment,
@@ -325,7 +325,7 @@ def test_mixed_agent_and_math_grpo_logs_domain_rewards(tmp_path, tokenizer) -> N
     from trl import GRPOConfig
 
     from rlvr.grpo import RLVRGRPOTrainer
-    from rlvr.rewards import ErrorBudget, StepTimer, build_reward_functions
+    from rlvr.rewards.bridge import ErrorBudget, StepTimer, build_reward_functions
 
     agent = micro.generate("agent", 2, seed=11, difficulty=1)  # short: one call each
     rows = agent + [math_row()] + [{**math_row("3"), "id": "m1"}]

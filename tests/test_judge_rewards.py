@@ -11,8 +11,13 @@ import pytest
 from omegaconf import OmegaConf
 
 from rlvr.config import RunConfig, validate
-from rlvr.rewards import ErrorBudget, StepTimer, VerifierInfrastructureError, build_reward_functions
-from rlvr.scoring import build_scorer
+from rlvr.rewards.bridge import (
+    ErrorBudget,
+    StepTimer,
+    VerifierInfrastructureError,
+    build_reward_functions,
+)
+from rlvr.rewards.scoring import build_scorer
 from tests.support.chat_server import ChatServer
 from verifiers import ReasoningFormat, Status, get_verifier
 from verifiers.judge_backend import JudgeSetupError

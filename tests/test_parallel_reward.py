@@ -8,7 +8,8 @@ import pytest
 
 from rlvr.cli import CONF_DIR, register_resolvers
 from rlvr.config import register_configs
-from rlvr.parallel import (
+from rlvr.rewards.bridge import ErrorBudget, StepTimer, build_reward_functions
+from rlvr.rewards.parallel import (
     PRESETS,
     ParallelReward,
     ParallelRewardError,
@@ -17,7 +18,6 @@ from rlvr.parallel import (
     measure,
     reward_terms,
 )
-from rlvr.rewards import ErrorBudget, StepTimer, build_reward_functions
 from verifiers import Verdict
 
 O2 = "<Outlines><Outline>1: a</Outline><Outline>2: b</Outline></Outlines>"

@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-from rlvr.parallel import measure, token_counter
+from rlvr.rewards.parallel import measure, token_counter
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from rlvr.rewards import (
+from rlvr.rewards.bridge import (
     ErrorBudget,
     StepTimer,
     VerifierInfrastructureError,
@@ -15,7 +15,7 @@ from rlvr.rewards import (
     domain_metrics,
     group_zero_variance_fraction,
 )
-from rlvr.scoring import sequential_scorer
+from rlvr.rewards.scoring import sequential_scorer
 from verifiers import ReasoningFormat, Status, Verdict
 
 IFEVAL_NO_COMMA = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}], "prompt": "p"}
@@ -74,7 +74,7 @@ def test_mixed_batch_routes_each_row_to_exactly_one_domain_function():
 
 
 def test_mixed_batch_through_the_worker_pool_scorer_matches_in_process_scoring():
-    from rlvr.scoring import build_scorer
+    from rlvr.rewards.scoring import build_scorer
 
     reasoning = ReasoningFormat()
     pooled, _ = make_funcs(build_scorer(reasoning, {}, workers=1, timeout_s=10.0))
@@ -155,7 +155,7 @@ def test_errors_below_min_samples_are_counted_and_logged_not_raised(caplog):
     funcs, _ = make_funcs(sequential_scorer(ReasoningFormat()), budget)
     rows = [(*UNSCORABLE[0], 0.0), *(r for r in MIXED if r[0] == "math")]
     logged: dict[str, float] = {}
-    with caplog.at_level(logging.WARNING, logger="rlvr.rewards"):
+    with caplog.at_level(logging.WARNING, logger="rlvr.rewards.bridge"):
         call_all(funcs, rows, log_metric=logged.__setitem__)
     assert budget.errors["math"] == 1 and budget.seen["math"] == 4
     assert logged["math/verifier_error_rate"] == pytest.approx(1 / 4)

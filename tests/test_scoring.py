@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rlvr.scoring import build_scorer, verify_batch
+from rlvr.rewards.scoring import build_scorer, verify_batch
 from verifiers import ReasoningFormat, verify
 from verifiers.judge import make_judge
 from verifiers.judge_backend import register_judge_backend

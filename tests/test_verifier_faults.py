@@ -12,8 +12,8 @@ from pool_doubles import KilledOnceVerifier, kill_when_published
 from test_train import only_run_dir, run_cli
 
 from rlvr.checkpoints import is_complete, latest_complete_checkpoint
-from rlvr.rewards import ErrorBudget, StepTimer, build_reward_functions
-from rlvr.scoring import build_scorer, sequential_scorer
+from rlvr.rewards.bridge import ErrorBudget, StepTimer, build_reward_functions
+from rlvr.rewards.scoring import build_scorer, sequential_scorer
 from tasks import micro
 from verifiers import ReasoningFormat
 from verifiers._pool_worker import FAULT_ENV

@@ -2,7 +2,7 @@
 
 A backend turns chat messages into the judge's reply text. ``openai`` (any OpenAI-compatible
 chat endpoint: ``vllm serve``, ``trl vllm-serve``) lives in ``verifiers.judge_http``; ``hf`` (a
-local Hugging Face model in-process) needs torch, so ``rlvr.judging`` registers it from the
+local Hugging Face model in-process) needs torch, so ``rlvr.rewards.judging`` registers it from the
 rlvr side and ``verifiers`` never imports rlvr.
 """
 
@@ -43,7 +43,7 @@ class JudgeBackend(Protocol):
 BackendFactory = Callable[..., JudgeBackend]
 _BACKENDS: dict[str, BackendFactory] = {}
 # Backends that exist only once another package has registered them (named in the miss message).
-REGISTERED_ELSEWHERE = {"hf": "rlvr.judging (imported by rlvr's scorers)"}
+REGISTERED_ELSEWHERE = {"hf": "rlvr.rewards.judging (imported by rlvr's scorers)"}
 
 
 def register_judge_backend(name: str, factory: BackendFactory) -> None:

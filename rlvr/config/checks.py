@@ -206,8 +206,8 @@ def check_filter(c: FilterConfig) -> None:
 
 
 def check_parallel_reward(run: RunConfig) -> None:
-    """A known preset and known term names (``rlvr.parallel``), before any model loads."""
-    from rlvr.parallel import ParallelRewardError, reward_terms
+    """A known preset and known term names (``rlvr.rewards.parallel``), before any model loads."""
+    from rlvr.rewards.parallel import ParallelRewardError, reward_terms
 
     cfg = run.algo.parallel_reward
     try:

@@ -92,7 +92,7 @@ class MixtureConfig:
 
 @dataclass
 class ParallelRewardConfig:
-    """Parallel-reasoning reward terms over every domain's verifier (``rlvr.parallel``):
+    """Parallel-reasoning reward terms over every domain's verifier (``rlvr.rewards.parallel``):
     preset none | threadweaver | parason, ``terms`` overriding its coefficients
     (correct, rho, rho_clip, latency, latency_norm, subtask, trial, malformed); ``metrics``
     logs ``<domain>/parallel/...`` with preset none (the reward stays the verifier's)."""

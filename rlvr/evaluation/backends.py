@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from rlvr.config import ConfigError
 from rlvr.evaluation.generation import Decoding
 from rlvr.evaluation.heldout import sample_and_score, score_completions
-from rlvr.rewards import Scorer
+from rlvr.rewards.bridge import Scorer
 
 
 def is_episodic(rows: Sequence[dict]) -> bool:

@@ -11,7 +11,7 @@ from math import comb
 from typing import Any
 
 from rlvr.evaluation.generation import Decoding, generate
-from rlvr.rewards import Scorer
+from rlvr.rewards.bridge import Scorer
 from verifiers import Verdict
 
 log = logging.getLogger(__name__)

@@ -226,7 +226,7 @@ def test_the_hf_backend_is_named_as_rlvrs_when_missing():
         "try:\n    get_judge_backend('hf')\nexcept JudgeSetupError as e:\n    print(e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "'hf' is registered by rlvr.judging" in out.stdout
+    assert "'hf' is registered by rlvr.rewards.judging" in out.stdout
 
 
 def test_rubric_scaling_on_other_scales():

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.agent import rollout_text, score_rollouts
-from rlvr.parallel import ParallelReward
+from rlvr.rewards.parallel import ParallelReward
 from verifiers import Status, Verdict
 
 log = logging.getLogger(__name__)
