@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -113,7 +114,7 @@ def main() -> None:
 
     start = time.perf_counter()
     with VerifierPool(args.workers, timeout_s=30.0) as pool:
-        pool.verify_batch([batch[0] for batch in batches.values()] * args.workers)  # prime
+        pool.warm([item for batch in batches.values() for item in batch[:8]])
         startup = time.perf_counter() - start
         rows = []
         for name, batch in batches.items():
@@ -124,11 +125,17 @@ def main() -> None:
     print(
         f"cpu cores: {os.cpu_count()}  pool workers: {args.workers}  pool start-up: {startup:.1f} s"
     )
-    print(f"{'domain':<12} {'items':>6} {'single/s':>10} {'pool/s':>10} {'ratio':>7}")
+    print(f"{'domain':<12} {'items':>6} {'single/s':>10} {'pool/s':>10} {'ratio':>7} {'pool s':>7}")
     for name, n, single, pooled in rows:
-        print(f"{name:<12} {n:>6} {single:>10.1f} {pooled:>10.1f} {pooled / single:>6.2f}x")
+        print(
+            f"{name:<12} {n:>6} {single:>10.1f} {pooled:>10.1f} {pooled / single:>6.2f}x"
+            f" {n / pooled:>7.2f}"
+        )
     for note in notes:
         print(note)
+    parent = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    worker = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"peak RSS: this process {parent:.0f} MB, largest pool worker {worker:.0f} MB")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,11 @@
-"""Worker process of ``verifiers.pool``: receive items on a pipe, answer with verdicts.
+"""Worker process of ``verifiers.pool``: grade chunks of items, answer each chunk at once.
 
-Started as ``python -m verifiers._pool_worker READ_FD WRITE_FD`` in its own session, so the
-pool can kill it (and anything it started) with one ``killpg`` when an item overruns.
+Started as ``python -m verifiers._pool_worker READ_FD WRITE_FD PROGRESS_FD`` in its own
+session, so the pool can kill it (and anything it started) with one ``killpg`` when an item
+overruns. A chunk arrives as one message and its verdicts leave as one message, with the
+seconds each item took so the pool can size the next chunks; after every item the worker
+marks its progress cell (``verifiers._pool_progress``), which is how the pool knows which
+item of a chunk is running and when it started.
 
 Fault injection for end-to-end tests of the infrastructure-error path, off unless set:
 ``RLVR_VERIFIER_POOL_FAULT=<verifier>:<n>`` makes the worker SIGKILL itself on every item of
@@ -15,11 +19,15 @@ import os
 import pickle
 import signal
 import sys
+import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from verifiers._pool_progress import ProgressCell
+
 READY = "ready"
 FAULT_ENV = "RLVR_VERIFIER_POOL_FAULT"
+STOP = b""
 
 
 def _fault() -> tuple[str, int] | None:
@@ -40,49 +48,80 @@ def _limit_memory(megabytes: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _serve(inbox: Connection, outbox: Connection, options: dict[str, dict[str, Any]]) -> None:
-    from verifiers.api import verify
-    from verifiers.registry import get_verifier
-    from verifiers.verdict import Status, Verdict, clip
+class _Grader:
+    """Verifiers built by name and unpickled objects, each kept for the worker's lifetime."""
 
-    cache: dict[str, Any] = {}
-    fault = _fault()
+    def __init__(self, options: dict[str, dict[str, Any]]) -> None:
+        from verifiers.registry import get_verifier
 
-    def grade(index: int, payload: bytes) -> Verdict:
+        self.get_verifier = get_verifier
+        self.options = options
+        self.by_name: dict[str, Any] = {}
+        self.by_payload: dict[bytes, Any] = {}
+        self.fault = _fault()
+
+    def verifier(self, ref: str | bytes) -> Any:
+        """The verifier an item names; raises when it cannot be built or unpickled."""
+        if isinstance(ref, str):
+            if ref not in self.by_name:
+                self.by_name[ref] = self.get_verifier(ref, **self.options.get(ref, {}))
+            return self.by_name[ref]
+        if ref not in self.by_payload:
+            self.by_payload[ref] = pickle.loads(ref)
+        return self.by_payload[ref]
+
+    def grade(self, index: int, completion: Any, reference: Any, ref: str | bytes, fmt: Any):
+        from verifiers.api import verify
+        from verifiers.verdict import Status, Verdict, clip
+
         try:
-            completion, reference, verifier, reasoning = pickle.loads(payload)
-            if isinstance(verifier, str):
-                if verifier not in cache:
-                    cache[verifier] = get_verifier(verifier, **options.get(verifier, {}))
-                verifier = cache[verifier]
-        except Exception as exc:  # bad item (unknown name, unimportable class): infra error
+            verifier = self.verifier(ref)
+        except Exception as exc:  # unknown name, unimportable class: an infrastructure error
             return Verdict.error(clip(f"pool worker could not load the item: {exc!r}"))
-        if fault and getattr(verifier, "name", None) == fault[0] and index % fault[1] == 0:
+        name = getattr(verifier, "name", None)
+        if self.fault and name == self.fault[0] and index % self.fault[1] == 0:
             os.kill(os.getpid(), signal.SIGKILL)
-        verdict = verify(completion, reference, verifier, reasoning)
+        verdict = verify(completion, reference, verifier, fmt)
         if verdict.status is Status.ERROR and "MemoryError" in verdict.details:
             # the answer made the grader exhaust its memory budget: a resource limit hit by
             # the model's output, like a timeout, not a verifier failure
             return Verdict.timeout("memory limit exceeded while grading")
         return verdict
 
+
+def _serve(inbox: Connection, outbox: Connection, cell: ProgressCell, grader: _Grader) -> None:
+    done = 0
     outbox.send((READY, os.getpid()))
     while True:
-        message = inbox.recv()
-        if message is None:
+        message = inbox.recv_bytes()
+        if message == STOP:
             return
-        for index, payload in message:  # a chunk; one reply per item, in order
-            outbox.send((index, grade(index, payload)))
+        fmt, payloads, entries = pickle.loads(message)
+        answers, seconds = [], []
+        for index, completion, reference, ref in entries:
+            start = time.monotonic()
+            verdict = grader.grade(
+                index, completion, reference, payloads[ref] if isinstance(ref, int) else ref, fmt
+            )
+            end = time.monotonic()
+            seconds.append(end - start)
+            answers.append(
+                (verdict.score, verdict.status.value, verdict.extracted, verdict.details)
+            )
+            done += 1
+            cell.finished(done, end)
+        outbox.send((answers, seconds))
 
 
 def main(argv: list[str]) -> None:
     inbox = Connection(int(argv[1]), writable=False)
     outbox = Connection(int(argv[2]), readable=False)
+    cell = ProgressCell(int(argv[3]))
     config = inbox.recv()
     sys.path[:0] = [p for p in config["sys_path"] if p not in sys.path]
     _limit_memory(config.get("memory_limit_mb"))
     try:
-        _serve(inbox, outbox, config.get("options") or {})
+        _serve(inbox, outbox, cell, _Grader(config.get("options") or {}))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass  # the pool went away; exit quietly
 

@@ -1,12 +1,18 @@
 """Batch verification in warm worker processes with a hard per-item time limit.
 
 Each worker is a separate interpreter (``python -m verifiers._pool_worker``) in its own
-session. An item that overruns ``timeout_s`` gets a ``timeout`` verdict and its worker is
-killed with its whole process group and replaced. A worker that dies mid-item (OOM killer,
-a crash in a C extension, a stray signal) is replaced and the item goes back in the queue;
-an item that kills ``MAX_ITEM_ATTEMPTS`` workers gets an ``error`` verdict (an infrastructure
-failure the trainer counts), so a poisonous input cannot hang a batch. Results come back in
-input order and do not depend on scheduling.
+session. Items travel in chunks, one message each way per chunk, sized from the measured
+per-item cost of each verifier: cheap checks (a multiple-choice letter, microseconds) go
+hundreds at a time so pipe round trips do not dominate, slow ones (sympy, IFEval) a few at a
+time so the work stays spread over the workers. The time limit stays per item: the worker
+marks a shared progress cell after every item, so the pool knows which item of a chunk is
+running and since when. An item that overruns ``timeout_s`` gets a ``timeout`` verdict and
+its worker is killed with its whole process group and replaced; the rest of its chunk goes
+back in the queue. A worker that dies mid-item (OOM killer, a crash in a C extension, a stray
+signal) is replaced and the item goes back in the queue; an item that kills
+``MAX_ITEM_ATTEMPTS`` workers gets an ``error`` verdict (an infrastructure failure the trainer
+counts), so a poisonous input cannot hang a batch. Results come back in input order and do
+not depend on scheduling.
 
 Workers are plain subprocesses rather than ``multiprocessing`` children: spawn/forkserver
 children re-import the caller's ``__main__`` (a trainer importing torch), and fork copies a
@@ -16,23 +22,30 @@ threaded parent. A replacement starts in the background and takes items once it 
 from __future__ import annotations
 
 import logging
+import math
 import os
-import pickle
-import signal
 import subprocess
 import sys
 import time
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
-from pathlib import Path
+from itertools import islice
+from multiprocessing.connection import wait
 from typing import Any
 
+from verifiers._pool_process import WorkerProcess
+from verifiers._pool_wire import (
+    Entry,
+    cost_key,
+    encode_chunk,
+    pickled_verifier,
+    verdict_from_answer,
+)
 from verifiers._pool_worker import READY
 from verifiers.reasoning import ReasoningFormat
 from verifiers.registry import Verifier
-from verifiers.verdict import Verdict, clip
+from verifiers.verdict import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +53,12 @@ MAX_WORKERS = 8
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MEMORY_MB = 4096  # per worker; a runaway sympy expansion must not take the machine
 START_TIMEOUT_S = 120.0  # a cold interpreter importing sympy on a loaded machine
-MAX_CHUNK = 32  # items per message to a worker
 MAX_START_FAILURES = 3  # consecutive: a broken environment, not bad luck
 MAX_ITEM_ATTEMPTS = 2  # workers one item may lose; a second death is the item's doing
+CHUNK_SECONDS = 0.02  # work per message: round trips (~0.1 ms) stay a small fraction
+MIN_CHUNK_SECONDS = 0.002  # below this a chunk is mostly round trip
+CHUNKS_PER_WORKER = 2  # at least this many chunks per worker in a batch, so the tail balances
+UNKNOWN_COST_S = 0.002  # a verifier not measured yet: small first chunks, then measured ones
 
 Item = tuple[Any, Mapping[str, Any], "str | Verifier"]
 
@@ -53,78 +69,14 @@ def default_workers() -> int:
 
 @dataclass
 class _Batch:
-    """One ``verify_batch`` call: verdicts so far, items not yet sent, worker deaths per item."""
+    """One ``verify_batch`` call: verdicts so far, entries not yet sent, worker deaths per item."""
 
     results: list[Verdict | None]
-    pending: deque[tuple[int, bytes]] = field(default_factory=deque)
+    pending: deque[Entry] = field(default_factory=deque)
     deaths: Counter[int] = field(default_factory=Counter)
 
-    def requeue(self, items: deque[tuple[int, bytes]]) -> None:
-        self.pending.extendleft(reversed(items))
-        items.clear()
-
-
-class _Worker:
-    """One worker process and its two pipe ends; ``ready`` once its imports are done."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        child_read, parent_write = os.pipe()
-        parent_read, child_write = os.pipe()
-        package_root = str(Path(__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "verifiers._pool_worker", str(child_read), str(child_write)],
-            pass_fds=(child_read, child_write),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
-            env=env,
-        )
-        os.close(child_read)
-        os.close(child_write)
-        self.inbox = Connection(parent_read, writable=False)
-        self.outbox = Connection(parent_write, readable=False)
-        self.outbox.send(config)
-        self.ready = False
-        self.started = time.monotonic()
-        self.inflight: deque[tuple[int, bytes]] = deque()  # sent, not yet answered
-        self.deadline = 0.0
-        self.limit = 0.0
-
-    @property
-    def busy(self) -> bool:
-        return bool(self.inflight)
-
-    def submit(self, chunk: list[tuple[int, bytes]], timeout_s: float) -> None:
-        """Send a chunk; the worker answers item by item, each within ``timeout_s``."""
-        self.outbox.send(chunk)
-        self.inflight.extend(chunk)
-        self.limit = timeout_s
-        self.deadline = time.monotonic() + timeout_s
-
-    def answered(self, index: int) -> None:
-        head, _ = self.inflight.popleft()
-        if head != index:
-            raise RuntimeError(f"worker answered item {index}, expected {head}")
-        self.deadline = time.monotonic() + self.limit  # the next item's clock starts now
-
-    def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
-        self.inbox.close()
-        self.outbox.close()
-
-    def stop(self) -> None:
-        try:
-            self.outbox.send(None)
-            self.proc.wait(timeout=2.0)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        self.kill()
+    def requeue(self, entries: Sequence[Entry]) -> None:
+        self.pending.extendleft(reversed(entries))
 
 
 class VerifierPool:
@@ -135,7 +87,7 @@ class VerifierPool:
 
     One caller thread at a time (the trainer's reward call); it is not thread-safe.
 
-    timeout_s: wall-clock limit per item, measured from when the item reaches a worker.
+    timeout_s: wall-clock limit per item, measured from when the item starts on a worker.
     reasoning: default ``ReasoningFormat`` for ``verify_batch`` calls.
     memory_limit_mb: address-space cap per worker (None: no cap); exceeding it grades the
         item ``timeout`` ("memory limit exceeded"), not ``error``.
@@ -160,9 +112,12 @@ class VerifierPool:
             "memory_limit_mb": memory_limit_mb,
             "options": {name: dict(opts) for name, opts in (options or {}).items()},
         }
-        self._workers: list[_Worker] = []
+        self._workers: list[WorkerProcess] = []
         self.restarts = 0
         self._start_failures = 0
+        self.costs: dict[str, float] = {}  # measured seconds per item, by verifier name
+        self.chunks_sent = 0
+        self._fixed_chunk: int | None = None
 
     def __enter__(self) -> VerifierPool:
         self.start()
@@ -173,7 +128,7 @@ class VerifierPool:
 
     def start(self) -> None:
         while len(self._workers) < self.size:
-            self._workers.append(_Worker(self._config))
+            self._workers.append(WorkerProcess(self._config))
 
     def close(self) -> None:
         for worker in self._workers:
@@ -188,78 +143,117 @@ class VerifierPool:
         reasoning: ReasoningFormat | None = None,
     ) -> list[Verdict]:
         """Verdicts for ``(completion, reference, verifier name or object)`` items, in order."""
-        limit = self.timeout_s if timeout_s is None else timeout_s
-        fmt = self.reasoning if reasoning is None else reasoning
-        batch = _Batch([None] * len(items))
-        for i, (completion, reference, verifier) in enumerate(items):
-            try:
-                batch.pending.append(
-                    (i, pickle.dumps((completion, dict(reference), verifier, fmt)))
-                )
-            except Exception as exc:  # an unpicklable verifier is a setup bug: say which
-                batch.results[i] = Verdict.error(clip(f"item cannot be sent to a worker: {exc!r}"))
+        batch = self._batch_of(items)
         self.start()
-        while batch.pending or any(w.busy for w in self._workers):
-            self._dispatch(batch.pending, limit)
-            self._collect(batch)
+        self._run(batch, timeout_s, reasoning)
         return [v if v is not None else Verdict.error("pool lost the item") for v in batch.results]
 
-    def _dispatch(self, pending: deque[tuple[int, bytes]], limit: float) -> None:
-        # chunks amortise pipe round trips; small enough that work stays spread out
-        size = max(1, min(MAX_CHUNK, len(pending) // (4 * len(self._workers))))
+    def warm(self, items: Sequence[Item], *, reasoning: ReasoningFormat | None = None) -> None:
+        """Grade ``items`` once on every worker, answers discarded, so lazy imports and loaded
+        data (sympy, langdetect's profiles) are paid before the first batch that counts."""
+        batch = self._batch_of(list(items) * self.size)
+        self.start()
+        while not all(w.ready for w in self._workers):
+            self._collect(batch)
+        self._fixed_chunk = len(items)  # each idle worker takes one whole copy
+        try:
+            self._run(batch, None, reasoning)
+        finally:
+            self._fixed_chunk = None
+
+    def _batch_of(self, items: Sequence[Item]) -> _Batch:
+        batch = _Batch([None] * len(items))
+        pickled: dict[int, tuple[Any, bytes | Verdict]] = {}  # id -> (object kept alive, bytes)
+        for i, (completion, reference, verifier) in enumerate(items):
+            ref = verifier if isinstance(verifier, str) else pickled_verifier(verifier, pickled)
+            if isinstance(ref, Verdict):
+                batch.results[i] = ref
+            else:
+                batch.pending.append((i, completion, dict(reference), ref, cost_key(verifier)))
+        return batch
+
+    def _run(self, batch: _Batch, timeout_s: float | None, fmt: ReasoningFormat | None) -> None:
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        fmt = self.reasoning if fmt is None else fmt
+        while batch.pending or any(w.busy for w in self._workers):
+            self._dispatch(batch, limit, fmt)
+            self._collect(batch)
+
+    def _chunk_size(self, pending: deque[Entry]) -> int:
+        """Items whose measured cost adds up to ``CHUNK_SECONDS``, and no more than a fair
+        share of what is left, so every worker gets work until the end of the batch; but
+        never less work than ``MIN_CHUNK_SECONDS``, where round trips would dominate."""
+        if self._fixed_chunk:
+            return self._fixed_chunk
+        fair = math.ceil(len(pending) / (CHUNKS_PER_WORKER * len(self._workers)))
+        spent, size = 0.0, 0
+        for entry in islice(pending, None):
+            if spent >= CHUNK_SECONDS or (size >= fair and spent >= MIN_CHUNK_SECONDS):
+                break
+            size += 1
+            spent += self.costs.get(entry[4], UNKNOWN_COST_S)
+        return max(1, size)
+
+    def _dispatch(self, batch: _Batch, limit: float, fmt: ReasoningFormat) -> None:
         for slot, worker in enumerate(self._workers):
-            if pending and worker.ready and not worker.busy:
-                chunk = [pending.popleft() for _ in range(min(size, len(pending)))]
-                try:
-                    worker.submit(chunk, limit)
-                except OSError:  # died while idle: replace it and retry the chunk
-                    pending.extendleft(reversed(chunk))
-                    worker.inflight.clear()
-                    self._replace(slot)
+            if not (batch.pending and worker.ready and not worker.busy):
+                continue
+            size = self._chunk_size(batch.pending)
+            chunk = [batch.pending.popleft() for _ in range(size)]
+            chunk, message = encode_chunk(chunk, fmt, batch.results)
+            if not chunk:
+                continue
+            try:
+                worker.submit(chunk, message, limit)
+                self.chunks_sent += 1
+            except OSError:  # died while idle: replace it and retry the chunk
+                batch.requeue(chunk)
+                worker.inflight = []
+                self._replace(slot)
 
     def _collect(self, batch: _Batch) -> None:
         now = time.monotonic()
-        waits = [w.deadline - now for w in self._workers if w.busy] + [1.0]
+        waits = [w.deadline() - now for w in self._workers if w.busy] + [1.0]
         ready = wait([w.inbox for w in self._workers], timeout=max(0.0, min(waits)))
         for slot, worker in enumerate(list(self._workers)):
             if worker.inbox in ready:
-                self._drain(slot, worker, batch)
-            elif worker.busy and time.monotonic() >= worker.deadline:
-                overran = Verdict.timeout(f"exceeded {worker.limit:g} s per item")
-                self._fail_head(slot, batch, overran)
+                self._receive(slot, worker, batch)
+            elif worker.busy and time.monotonic() >= worker.deadline():
+                self._overran(slot, batch)
             elif not worker.ready and time.monotonic() - worker.started > START_TIMEOUT_S:
                 log.error("verifier worker did not start within %.0f s", START_TIMEOUT_S)
                 self._replace(slot)
 
-    def _fail_head(self, slot: int, batch: _Batch, verdict: Verdict | None) -> None:
-        """The item in progress gets ``verdict`` (None: back in the queue, first); the rest of
-        its chunk goes back in the queue and the worker is replaced."""
+    def _overran(self, slot: int, batch: _Batch) -> None:
+        """The running item gets a ``timeout``; the rest of its chunk (the items it had
+        finished, whose answers die with it, too) goes back in the queue."""
         worker = self._workers[slot]
-        if verdict is not None:
-            index, _ = worker.inflight.popleft()
-            batch.results[index] = verdict
-        batch.requeue(worker.inflight)
+        position, _ = worker.running()
+        chunk = worker.inflight
+        batch.results[chunk[position][0]] = Verdict.timeout(f"exceeded {worker.limit:g} s per item")
+        batch.requeue(chunk[:position] + chunk[position + 1 :])
         self._replace(slot)
 
     def _died(self, slot: int, batch: _Batch, code: int | None) -> None:
         """A worker died mid-item: the item goes to a fresh worker, up to the attempt limit."""
-        index = self._workers[slot].inflight[0][0]
-        batch.deaths[index] += 1
-        n = batch.deaths[index]
-        log.warning("verifier worker died (exit code %s) on item %d, death %d", code, index, n)
-        lost = f"verifier worker died on this item {n} times (last exit code {code})"
-        self._fail_head(slot, batch, Verdict.error(lost) if n >= MAX_ITEM_ATTEMPTS else None)
+        worker = self._workers[slot]
+        position, _ = worker.running()
+        chunk = worker.inflight
+        if position < len(chunk):
+            index = chunk[position][0]
+            batch.deaths[index] += 1
+            n = batch.deaths[index]
+            log.warning("verifier worker died (exit code %s) on item %d, death %d", code, index, n)
+            if n >= MAX_ITEM_ATTEMPTS:
+                lost = f"verifier worker died on this item {n} times (last exit code {code})"
+                batch.results[index] = Verdict.error(lost)
+                chunk = chunk[:position] + chunk[position + 1 :]
+        batch.requeue(chunk)
+        self._replace(slot)
 
-    def _drain(self, slot: int, worker: _Worker, batch: _Batch) -> None:
-        """Take every message already waiting from this worker (one wait() per burst)."""
-        while True:
-            self._receive(slot, worker, batch)
-            if self._workers[slot] is not worker or not worker.inbox.poll():
-                return
-
-    def _receive(self, slot: int, worker: _Worker, batch: _Batch) -> None:
+    def _receive(self, slot: int, worker: WorkerProcess, batch: _Batch) -> None:
         try:
-            tag, value = worker.inbox.recv()
+            message = worker.inbox.recv()
         except (EOFError, OSError):
             try:
                 code = worker.proc.wait(timeout=1.0)
@@ -277,16 +271,31 @@ class VerifierPool:
                     ) from None
             self._replace(slot)
             return
-        if tag == READY:
+        if message[0] == READY:
             worker.ready = True
             self._start_failures = 0
             return
-        worker.answered(tag)
-        batch.results[tag] = value
+        answers, seconds = message
+        self._learn(worker.inflight, seconds)
+        for entry, answer in zip(worker.inflight, answers, strict=True):
+            batch.results[entry[0]] = verdict_from_answer(answer)
+        worker.answered += len(answers)
+        worker.inflight = []
+
+    def _learn(self, chunk: list[Entry], seconds: list[float]) -> None:
+        """Per-item cost by verifier, a running mean weighted towards the newest chunk."""
+        totals: dict[str, list[float]] = {}
+        for entry, spent in zip(chunk, seconds, strict=True):
+            total = totals.setdefault(entry[4], [0.0, 0.0])
+            total[0] += spent
+            total[1] += 1
+        for key, (spent, n) in totals.items():
+            old = self.costs.get(key)
+            self.costs[key] = spent / n if old is None else 0.5 * old + 0.5 * spent / n
 
     def _replace(self, slot: int) -> None:
         self._workers[slot].kill()
-        self._workers[slot] = _Worker(self._config)
+        self._workers[slot] = WorkerProcess(self._config)
         self.restarts += 1
 
 

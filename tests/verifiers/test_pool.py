@@ -188,3 +188,37 @@ def test_fault_hook_kills_workers_on_the_chosen_items(monkeypatch: pytest.Monkey
         assert faulty.restarts == MAX_ITEM_ATTEMPTS
     assert [v.status for v in verdicts] == [Status.CORRECT, Status.CORRECT, Status.ERROR]
     assert f"worker died on this item {MAX_ITEM_ATTEMPTS} times" in verdicts[2].details
+
+
+def test_chunks_follow_the_measured_cost_of_each_verifier() -> None:
+    cheap = [MIXED[3]] * 2000  # a multiple-choice letter: microseconds
+    slow = [("x", {"sleep": 0.01}, SleepyVerifier())] * 40  # 10 ms each
+    with VerifierPool(2, timeout_s=20.0) as fresh:
+        fresh.verify_batch(cheap[:64])  # learns the letter check's cost
+        sent = fresh.chunks_sent
+        assert all(v.is_correct for v in fresh.verify_batch(cheap))
+        assert fresh.chunks_sent - sent <= 20  # hundreds of items per message, not one
+        assert fresh.costs["science_mcq"] < 0.002
+        sent = fresh.chunks_sent
+        assert all(v.is_correct for v in fresh.verify_batch(slow))
+        assert fresh.chunks_sent - sent >= 8  # slow items spread out over both workers
+        assert 0.005 < fresh.costs["sleepy"] < 0.5
+
+
+def test_the_time_limit_is_per_item_inside_a_chunk() -> None:
+    # four 0.4 s items share the first chunk (their cost is not known yet): 1.6 s together,
+    # above the 1 s limit, yet no item overran, so none is cut short
+    items = [("x", {"sleep": 0.4}, SleepyVerifier())] * 8
+    with VerifierPool(1, timeout_s=1.0) as one:
+        verdicts = one.verify_batch(items)
+        assert [v.status for v in verdicts] == [Status.CORRECT] * 8
+        assert one.restarts == 0
+        assert one.chunks_sent < len(items)
+
+
+def test_warm_grades_the_items_once_on_every_worker() -> None:
+    with VerifierPool(2, timeout_s=20.0) as fresh:
+        fresh.warm(MIXED[:7])
+        assert fresh.chunks_sent == 2  # one whole copy per worker
+        assert {"math", "science_mcq", "science_numeric"} <= set(fresh.costs)
+        assert fresh.verify_batch(MIXED[:7]) == [verify(c, r, v) for c, r, v in MIXED[:7]]
