@@ -85,6 +85,21 @@ def test_mixed_batch_through_the_worker_pool_scorer_matches_in_process_scoring()
     assert outputs == call_all(local, MIXED)
 
 
+def test_a_batch_is_scored_in_one_scorer_call_for_every_domain():
+    local = sequential_scorer(ReasoningFormat())
+    calls: list[int] = []
+
+    def counted(items):
+        calls.append(len(items))
+        return local(items)
+
+    funcs, _ = make_funcs(counted)
+    assert_routed(call_all(funcs, MIXED), [f.__name__ for f in funcs], MIXED)
+    assert calls == [len(MIXED)]  # all three domains graded together, once
+    call_all(funcs, MIXED)  # a new batch (a new completions list) is scored again
+    assert calls == [len(MIXED), len(MIXED)]
+
+
 def test_single_domain_batch_leaves_other_functions_all_none():
     rows = [r for r in MIXED if r[0] == "math"]
     funcs, _ = make_funcs(sequential_scorer(ReasoningFormat()))

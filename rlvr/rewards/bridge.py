@@ -121,14 +121,52 @@ class CompletionTable:
         self.columns = {}
 
 
+class BatchScores:
+    """One TRL batch scored once for every domain of the bridge: the first domain function
+    TRL calls grades all rows in one scorer call (sandboxed code and pooled checks at the same
+    time), the others read their rows. TRL hands each function the same ``completions`` list
+    for a batch, and a new list for the next one, which is how a batch is recognised."""
+
+    def __init__(self, domains: Sequence[str], scorer: Scorer, format_gate: bool) -> None:
+        self.domains = set(domains)
+        self.scorer = scorer
+        self.format_gate = format_gate
+        self.completions: Any = None
+        self.by_row: dict[int, tuple[tuple[str, dict, str], Verdict]] = {}
+        self.seconds = 0.0  # scoring time of the last batch
+
+    def rows(self, domain: str, completions: list, kwargs: dict[str, Any]):
+        """(batch positions, items, verdicts) of ``domain``'s rows in this batch."""
+        if completions is not self.completions:
+            self._score(completions, kwargs)
+        rows = [i for i, d in enumerate(kwargs["domain"]) if d == domain]
+        return rows, [self.by_row[i][0] for i in rows], [self.by_row[i][1] for i in rows]
+
+    def _score(self, completions: list, kwargs: dict[str, Any]) -> None:
+        start = time.perf_counter()
+        rows = [i for i, d in enumerate(kwargs["domain"]) if d in self.domains]
+        items = [
+            (
+                rollout_text(completions[i]),
+                json.loads(kwargs["reference"][i]),
+                kwargs["verifier"][i],
+            )
+            for i in rows
+        ]
+        environments = kwargs.get("environments")
+        verdicts = score_rollouts(items, rows, environments, self.scorer, self.format_gate)
+        self.by_row = dict(zip(rows, zip(items, verdicts, strict=True), strict=True))
+        self.completions = completions
+        self.seconds = time.perf_counter() - start
+
+
 def make_domain_reward(
     domain: str,
-    scorer: Scorer,
+    scores: BatchScores,
     budget: ErrorBudget,
     timer: StepTimer,
     table: CompletionTable,
     emits_table: bool,
-    format_gate: bool = False,
     parallel: ParallelReward | None = None,
 ) -> Callable[..., list[float | None]]:
     """TRL reward function for one domain (its ``__name__`` is ``reward_<domain>``). Rollouts
@@ -137,26 +175,18 @@ def make_domain_reward(
     ``<domain>/parallel/...`` metrics are logged beside the domain's."""
 
     def reward(prompts, completions, **kwargs) -> list[float | None]:
-        rows = [i for i, d in enumerate(kwargs["domain"]) if d == domain]
+        fresh = completions is not scores.completions
+        rows, items, verdicts = scores.rows(domain, completions, kwargs)
+        if fresh:
+            timer.reward_s += scores.seconds
         out: list[float | None] = [None] * len(completions)
         if rows:
-            start = time.perf_counter()
-            items = [
-                (
-                    rollout_text(completions[i]),
-                    json.loads(kwargs["reference"][i]),
-                    kwargs["verifier"][i],
-                )
-                for i in rows
-            ]
-            verdicts = score_rollouts(items, rows, kwargs.get("environments"), scorer, format_gate)
-            timer.reward_s += time.perf_counter() - start
             budget.record(domain, verdicts)  # raises above the error rate: nothing is scored as 0
-            scores = [v.score for v in verdicts]
+            values = [v.score for v in verdicts]
             if parallel is not None:
-                scores, extra = parallel.apply(domain, [it[0] for it in items], verdicts)
+                values, extra = parallel.apply(domain, [it[0] for it in items], verdicts)
                 _log_values(extra, kwargs)
-            for i, score in zip(rows, scores, strict=True):
+            for i, score in zip(rows, values, strict=True):
                 out[i] = score
             _log_metrics(domain, rows, verdicts, kwargs)
             table.fill(len(completions), rows, verdicts, kwargs)
@@ -198,8 +228,9 @@ def build_reward_functions(
     parallel: ParallelReward | None = None,
 ):
     table = CompletionTable()
+    scores = BatchScores(domains, scorer, format_gate)
     last = len(domains) - 1
     return [
-        make_domain_reward(d, scorer, budget, timer, table, i == last, format_gate, parallel)
+        make_domain_reward(d, scores, budget, timer, table, i == last, parallel)
         for i, d in enumerate(domains)
     ]

@@ -101,22 +101,24 @@ def build_scorer(
                 batched[name].append(i)
             else:
                 (isolated if self_isolating(verifier_for(name)) else pooled).append(i)
-        for name, where in batched.items():
-            part = [(items[i][0], items[i][1]) for i in where]
-            for i, v in zip(where, verify_batch(verifier_for(name), part, reasoning), strict=True):
-                results[i] = v
-        if pooled:
-            batch = [(items[i][0], items[i][1], verifier_for(items[i][2])) for i in pooled]
-            for i, v in zip(pooled, pool.verify_batch(batch), strict=True):
-                results[i] = v
-        if isolated:
-            with ThreadPoolExecutor(max_workers=8) as threads:
+        with ThreadPoolExecutor(max_workers=8) as threads:
+            # sandboxed items run from threads while the pool grades the rest: a mixed batch
+            # waits for the slower of the two, not their sum
+            def run(i):
+                return verify(items[i][0], items[i][1], verifier_for(items[i][2]), reasoning)
 
-                def run(i):
-                    return verify(items[i][0], items[i][1], verifier_for(items[i][2]), reasoning)
-
-                for i, v in zip(isolated, threads.map(run, isolated), strict=True):
+            sandboxed = threads.map(run, isolated)
+            for name, where in batched.items():
+                part = [(items[i][0], items[i][1]) for i in where]
+                verdicts = verify_batch(verifier_for(name), part, reasoning)
+                for i, v in zip(where, verdicts, strict=True):
                     results[i] = v
+            if pooled:
+                batch = [(items[i][0], items[i][1], verifier_for(items[i][2])) for i in pooled]
+                for i, v in zip(pooled, pool.verify_batch(batch), strict=True):
+                    results[i] = v
+            for i, v in zip(isolated, sandboxed, strict=True):
+                results[i] = v
         return [v if v is not None else Verdict.error("item was not scored") for v in results]
 
     return score
