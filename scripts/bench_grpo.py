@@ -1,0 +1,309 @@
+"""GRPO step cost: rlvr's GRPO stage against a bare TRL ``GRPOTrainer`` on the same work.
+
+    python scripts/bench_grpo.py [--steps 12] [--sft-steps 150] [--init-from FOLDER]
+
+Both arms train the same SFT'd tiny model on the same rows with the same ``GRPOConfig``
+(rlvr's conversion of one composed config, so batch, group, lengths and optimiser agree):
+
+- rlvr: ``rlvr.train.train`` as ``python -m rlvr.train`` runs it (mixture sampler, reward
+  bridge with one function per domain, the verifier worker pool with hard time limits, the
+  sandbox for code, per-domain metrics, the data-id log, metrics.jsonl);
+- bare: ``trl.GRPOTrainer`` with one plain reward function that calls ``verifiers.verify`` on
+  each completion in the trainer process, nothing else. Its dataset is laid out in the order
+  rlvr's mixture sampler delivers prompts, read unshuffled, so both arms train on the same
+  prompts at every step and, with the same seed, sample the same completions: the difference
+  in step time is rlvr's own cost, not a difference in work.
+
+Each arm runs in its own process; the script samples the arm's process tree for peak RSS
+(trainer plus verifier workers and sandboxes) and the arm reports its own peak. Step time is
+the mean of every step after the first (on_step_begin -> on_step_end), split into generation,
+reward and the rest (the update). Scenarios: ``math`` (rlvr / bare), and ``code-heavy``, a
+mixed batch of three code prompts to one math prompt, where the reward's share of the step
+is the number to watch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+SCENARIOS = {
+    "math": ["domains=[math]"],
+    "code-heavy": [
+        "domains=[code,math]",
+        "mixture=weighted",
+        "domains.code.weight=3",
+        "domains.math.weight=1",
+    ],
+}
+COMMON = [
+    "experiment=smoke",
+    "logger=none",
+    "eval.in_run=false",
+    "trainer.save_steps=100000",
+    "algo.prompts_per_step=8",
+    "algo.num_generations=8",
+    "algo.max_completion_length=64",
+    "mixture.train_size=256",
+]
+
+
+def arm_overrides(scenario: str, init_from: str, steps: int, out: Path) -> list[str]:
+    return [
+        *COMMON,
+        *SCENARIOS[scenario],
+        f"init_from={init_from}",
+        f"trainer.max_steps={steps}",
+        f"paths.output_root={out}",
+        f"run_name=bench_{scenario}",
+    ]
+
+
+def compose_run(overrides: list[str]):
+    from omegaconf import OmegaConf
+
+    from rlvr.config.checks import validate
+    from rlvr.study.commands import compose
+
+    run = OmegaConf.to_object(compose(overrides))
+    validate(run)
+    return run
+
+
+# -- inside an arm's process ---------------------------------------------------------------
+def run_rlvr(overrides: list[str], out: Path) -> dict:
+    from rlvr.train import train
+
+    run = compose_run(overrides)
+    run_dir = out / "rlvr"
+    train(run, run_dir)
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    first: dict[int, dict] = {}  # the end-of-training record repeats the last step's times
+    for record in records:
+        if "time/step_s" in record:
+            first.setdefault(record["step"], record)
+    steps = [first[k] for k in sorted(first)]
+    return {
+        "mean_length": [r.get("completions/mean_length", 0.0) for r in steps],
+        "step_s": [r["time/step_s"] for r in steps],
+        "generation_s": [r["time/generation_s"] for r in steps],
+        "reward_s": [r["time/reward_s"] for r in steps],
+    }
+
+
+def run_bare(overrides: list[str], out: Path) -> dict:
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
+
+    from rlvr import stages
+    from rlvr.agent import training_row
+    from rlvr.grpo import build_grpo_config
+    from rlvr.models import load_tokenizer
+    from verifiers import ReasoningFormat, verify
+
+    run = compose_run(overrides)
+    rows = [training_row(r) for d in stages.domain_data(run).values() for r in d.train]
+    rows = in_sampler_order(run, rows)
+    fmt = ReasoningFormat(strip_think=run.algo.strip_think, format_gate=run.algo.format_gate)
+    times: dict[str, list[float]] = {"step_s": [], "generation_s": [], "reward_s": []}
+    clock = {"generation": 0.0, "reward": 0.0, "start": 0.0}
+
+    def reward(prompts, completions, reference, verifier, **_):
+        start = time.perf_counter()
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        scores = [
+            verify(t, json.loads(r), v, fmt).score
+            for t, r, v in zip(texts, reference, verifier, strict=True)
+        ]
+        clock["reward"] += time.perf_counter() - start
+        return scores
+
+    class StepTimes(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            clock.update(generation=0.0, reward=0.0, start=time.perf_counter())
+
+        def on_step_end(self, args, state, control, **kwargs):
+            times["step_s"].append(time.perf_counter() - clock["start"])
+            times["generation_s"].append(clock["generation"])
+            times["reward_s"].append(clock["reward"])
+
+    init_from = str(run.init_from)
+    args = build_grpo_config(run, out / "bare")
+    args.shuffle_dataset = False  # the rows are already in rlvr's order
+    trainer = GRPOTrainer(
+        model=init_from,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=load_tokenizer(init_from, run.model),
+        callbacks=[StepTimes()],
+    )
+    generate = trainer._generate  # timed from outside: the trainer itself is untouched
+
+    def timed_generate(prompts):
+        start = time.perf_counter()
+        try:
+            return generate(prompts)
+        finally:
+            clock["generation"] += time.perf_counter() - start
+
+    trainer._generate = timed_generate
+    trainer.train()
+    lengths = [
+        h["completions/mean_length"]
+        for h in trainer.state.log_history
+        if "completions/mean_length" in h
+    ]
+    return {**times, "mean_length": lengths}
+
+
+def in_sampler_order(run, rows: list[dict]) -> list[dict]:
+    """The rows in the order rlvr's mixture sampler hands them to the trainer (one entry per
+    prompt; TRL repeats each for its group)."""
+    from datasets import Dataset
+
+    from rlvr import stages
+
+    a = run.algo
+    sampler = stages._sampler_factory(run, Dataset.from_list(rows))(
+        mini_repeat_count=1, batch_size=a.prompts_per_step, repeat_count=1
+    )
+    order = list(sampler)[: a.prompts_per_step * run.trainer.max_steps]
+    return [rows[i] for i in order]
+
+
+def arm_main(args: argparse.Namespace) -> None:
+    import resource
+
+    from rlvr.cli import configure_threads
+
+    configure_threads()  # as every entry point does
+    out = Path(args.out)
+    overrides = arm_overrides(args.scenario, args.init_from, args.steps, out)
+    result = (run_rlvr if args.arm == "rlvr" else run_bare)(overrides, out)
+    result["self_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    (out / f"{args.arm}.json").write_text(json.dumps(result))
+
+
+# -- the driver ----------------------------------------------------------------------------
+def tree_peak_rss(proc: subprocess.Popen, peak: list[float]) -> None:
+    """Sample the process tree's resident memory until it exits (psutil, every 0.1 s)."""
+    import psutil
+
+    try:
+        root = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            total = 0
+            for p in [root, *root.children(recursive=True)]:
+                try:
+                    total += p.memory_info().rss
+                except psutil.Error:
+                    pass
+            peak[0] = max(peak[0], total / 2**20)
+            time.sleep(0.1)
+    except psutil.Error:
+        pass
+
+
+def launch(arm: str, scenario: str, init_from: str, steps: int, out: Path) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, __file__, "--arm", arm, "--scenario", scenario]
+    cmd += ["--init-from", init_from, "--steps", str(steps), "--out", str(out)]
+    log = (out / f"{arm}.log").open("w")
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+    peak = [0.0]
+    sampler = threading.Thread(target=tree_peak_rss, args=(proc, peak), daemon=True)
+    sampler.start()
+    if proc.wait() != 0:
+        raise SystemExit(f"{arm} arm failed; its log: {out / f'{arm}.log'}")
+    sampler.join()
+    result = json.loads((out / f"{arm}.json").read_text())
+    result["tree_peak_rss_mb"] = peak[0]
+    return result
+
+
+def sft_model(steps: int, out: Path) -> str:
+    """A short SFT on math and code demonstrations, so completions end and rewards vary."""
+    final = out / "sft" / "final"
+    cmd = [
+        sys.executable, "-m", "rlvr.sft", "experiment=smoke", "domains=[math,code]",
+        "logger=none", "mixture.heldout_size=0", f"sft.max_steps={steps}",
+        f"paths.output_root={out}", f"hydra.run.dir={out / 'sft'}",
+    ]  # fmt: skip
+    start = time.perf_counter()
+    subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True)
+    print(f"SFT ({steps} steps, math + code): {time.perf_counter() - start:.0f} s")
+    return str(final)
+
+
+def summary(result: dict) -> dict:
+    def mean(key: str) -> float:
+        values = result[key][1:] or result[key]  # the first step pays one-off set-up
+        return sum(values) / len(values)
+
+    step, gen, reward = mean("step_s"), mean("generation_s"), mean("reward_s")
+    return {"step": step, "gen": gen, "reward": reward, "update": max(step - gen - reward, 0.0)}
+
+
+def row(name: str, result: dict) -> str:
+    s = summary(result)
+    return (
+        f"{name:<18} {1 / s['step']:>8.3f} {s['step']:>7.2f} {s['gen']:>6.2f} {s['reward']:>7.3f}"
+        f" {s['update']:>7.2f} {100 * s['reward'] / s['step']:>7.1f}%"
+        f" {result['self_peak_rss_mb']:>9.0f} {result['tree_peak_rss_mb']:>9.0f}"
+        f" {sum(result['mean_length']) / max(1, len(result['mean_length'])):>8.1f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--sft-steps", type=int, default=150)
+    parser.add_argument("--init-from", default=None, help="an SFT model folder (skips the SFT)")
+    parser.add_argument("--arm", choices=["rlvr", "bare"], help=argparse.SUPPRESS)
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS), help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.arm:
+        return arm_main(args)
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("WANDB_MODE", "disabled")
+    work = Path(tempfile.mkdtemp(prefix="bench_grpo_"))
+    os.environ.setdefault("RLVR_CACHE", str(work / "cache"))
+    init_from = args.init_from or sft_model(args.sft_steps, work)
+    results = {}
+    for scenario in SCENARIOS:
+        for arm in ("bare", "rlvr"):
+            results[scenario, arm] = launch(arm, scenario, init_from, args.steps, work / scenario)
+
+    print(
+        f"cpu cores: {os.cpu_count()}  load average: {os.getloadavg()[0]:.2f}  steps: {args.steps}"
+    )
+    header = f"{'arm':<18} {'steps/s':>8} {'step s':>7} {'gen s':>6} {'reward s':>7}"
+    print(header + f" {'update s':>7} {'reward%':>8} {'RSS MB':>9} {'tree MB':>9} {'tokens':>8}")
+    for (scenario, arm), result in results.items():
+        print(row(f"{scenario}/{arm}", result))
+    for scenario in SCENARIOS:
+        rlvr, bare = summary(results[scenario, "rlvr"]), summary(results[scenario, "bare"])
+        rss = results[scenario, "rlvr"]["self_peak_rss_mb"]
+        bare_rss = results[scenario, "bare"]["self_peak_rss_mb"]
+        print(
+            f"{scenario}: rlvr / bare step time {rlvr['step'] / bare['step']:.3f}x"
+            f" (target <= 1.05 on math); trainer peak RSS {rss / bare_rss:.3f}x (target <= 1.10)"
+        )
+
+
+if __name__ == "__main__":
+    main()
