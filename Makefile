@@ -34,10 +34,17 @@ test-slow: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
+# Every benchmark prints its ratio against a baseline measured in the same run, and peak RSS;
+# the load average before and after says whether the machine was idle.
 bench: $(STAMP)
+	@echo "load average before: $$(cut -d' ' -f1-3 /proc/loadavg)"
 	$(OFFLINE) $(BIN)/python scripts/bench_verifiers.py
 	$(OFFLINE) $(BIN)/python scripts/bench_sandbox.py
 	$(OFFLINE) $(BIN)/python scripts/bench_eval.py
+	$(OFFLINE) $(BIN)/python scripts/bench_episodes.py
+	$(OFFLINE) $(BIN)/python scripts/bench_grpo.py
+	$(OFFLINE) $(BIN)/python scripts/bench_analyze.py --shape small
+	@echo "load average after: $$(cut -d' ' -f1-3 /proc/loadavg)"
 
 clean:
 	rm -rf $(VENV) outputs multirun .pytest_cache

@@ -109,11 +109,18 @@ class RLVRGRPOTrainer(GRPOTrainer):
     on (``<output_dir>/data_ids.jsonl``) and, with ``async_generation``, one-step-ahead
     generation on a copy of the policy (``rlvr.lookahead``, staleness logged as
     ``async/staleness``). The overrides are the sampler, ``get_batch_samples`` (to see the
-    next step's batch), ``_generate_single_turn`` (to serve the batch sampled ahead) and the
-    checkpoint save/load of the batch held ahead."""
+    next step's batch), ``_generate_single_turn`` (to serve the batch sampled ahead, or to run
+    agent rollouts as whole KV-cached episodes, ``rlvr.tool_loop``), ``_tool_call_loop`` (to
+    hand those episodes over in TRL's shapes) and the checkpoint save/load of the batch held
+    ahead."""
 
-    def __init__(self, *args, sampler_factory=None, async_generation=False, **kwargs):
+    def __init__(
+        self, *args, sampler_factory=None, async_generation=False, tool_episodes=True, **kwargs
+    ):
         self._sampler_factory = sampler_factory
+        self.tool_episodes = tool_episodes  # agent rollouts as KV-cached episodes (rlvr.tool_loop)
+        self._first_turn = False
+        self._rollouts = None  # (prompt ids, episodes) of the batch, for _tool_call_loop
         self.mixture_sampler = None
         self.generation_seconds = 0.0
         super().__init__(*args, **kwargs)
@@ -152,9 +159,11 @@ class RLVRGRPOTrainer(GRPOTrainer):
 
     def _generate(self, prompts):
         start = time.perf_counter()
+        self._first_turn = True  # the next _generate_single_turn call generates first turns
         try:
             return super()._generate(prompts)
         finally:
+            self._first_turn, self._rollouts = False, None
             self.generation_seconds += time.perf_counter() - start
 
     # -- one-step-ahead generation (trainer.async_generation) --------------------------------
@@ -197,6 +206,13 @@ class RLVRGRPOTrainer(GRPOTrainer):
     def _generate_single_turn(
         self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
     ):
+        first, self._first_turn = self._first_turn, False
+        if first and self._runs_episodes():  # whole episodes; _tool_call_loop hands them over
+            from rlvr.tool_loop import run_rollouts
+
+            rollouts = run_rollouts(self, prompt_ids)
+            self._rollouts = (prompt_ids, rollouts)
+            return rollouts.first_turns, None
         if self.lookahead is None or not self.model.training:
             return super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
@@ -216,6 +232,29 @@ class RLVRGRPOTrainer(GRPOTrainer):
             next_ids = self._tokenize_prompts([x["prompt"] for x in batch])[0]
             self.lookahead.submit(next_ids, step + 1)
         return rollout.completion_ids, rollout.logprobs
+
+    # -- agent rollouts as whole episodes (trainer.tool_episodes) ------------------------------
+    def _runs_episodes(self) -> bool:
+        from rlvr.tool_loop import unsupported
+
+        return self.tool_episodes and self.lookahead is None and unsupported(self) is None
+
+    def _tool_call_loop(self, prompts, prompt_ids, completion_ids, completions, logprobs, *rest):
+        held, self._rollouts = self._rollouts, None
+        rollouts = held[1] if held is not None and held[0] is prompt_ids else None
+        if rollouts is None:  # not this batch's first turns: TRL's own loop
+            return super()._tool_call_loop(
+                prompts, prompt_ids, completion_ids, completions, logprobs, *rest
+            )
+        return (
+            rollouts.tool_mask,
+            rollouts.messages,
+            rollouts.completion_ids,
+            logprobs,  # None on this path, as for TRL's transformers generation
+            rollouts.tool_calls,
+            rollouts.tool_failures,
+            [[] for _ in prompt_ids],  # no tool images
+        )
 
     def _save_checkpoint(self, model, trial):
         if self.lookahead is not None:

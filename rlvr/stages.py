@@ -210,6 +210,7 @@ def grpo(
         callbacks=[metrics_cb],
         sampler_factory=_sampler_factory(run, dataset),
         async_generation=run.trainer.async_generation,
+        tool_episodes=run.trainer.tool_episodes,
         **trainer_kwargs(dataset["environment"]),  # agent rows: TRL's environment_factory
     )
     trainer_ref["trainer"] = trainer

@@ -111,3 +111,14 @@ def sft_checkpoint(rlvr_cache) -> Path:
             )
             assert result.returncode == 0, result.stderr[-3000:]
     return final
+
+
+@pytest.fixture(scope="session")
+def agent_sft_checkpoint(rlvr_cache) -> Path:
+    """A tiny model after a short agent SFT (it calls the lite workplace's tools and stops),
+    built once per machine by scripts/bench_episodes.py's recipe (the real SFT entry point)."""
+    from filelock import FileLock
+    from script_loader import load_script
+
+    with FileLock(str(rlvr_cache / "agent-sft.lock")):
+        return load_script("bench_episodes").agent_model(rlvr_cache)

@@ -113,3 +113,36 @@ def test_run_episodes_with_a_real_model(tiny_model_dir) -> None:
     greedy = run_episodes(model, tok, rows, Decoding(greedy=True, max_new_tokens=24))
     assert [len(r) for r in greedy] == [1, 1, 1]
     assert reference_of(rows[0])["environment"] == "workplace_lite"
+
+
+def assert_matches_the_reencoding_loop(model_dir, rows, batch_size: int) -> list:
+    """Greedy, the KV-cached loop gives the re-encoding loop's episodes: texts (turns and tool
+    results), verdicts and token counts."""
+    from script_loader import load_script
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    legacy = load_script("bench_episodes").legacy_run_episodes
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    greedy = Decoding(greedy=True, max_new_tokens=160)
+    new = run_episodes(model, tok, rows, greedy, batch_size=batch_size)
+    old = legacy(model, tok, rows, greedy, batch_size=batch_size)
+    assert [[(e.text, e.verdict, e.tokens) for e in r] for r in new] == [
+        [(e.text, e.verdict, e.tokens) for e in r] for r in old
+    ]
+    return [e for r in new for e in r]
+
+
+def test_greedy_episodes_match_the_reencoding_loop(tiny_model_dir) -> None:
+    assert_matches_the_reencoding_loop(tiny_model_dir, agent_rows(3, seed=7), batch_size=2)
+
+
+@pytest.mark.slow
+def test_tool_calling_episodes_match_the_reencoding_loop(agent_sft_checkpoint) -> None:
+    """A model that calls tools: several turns with results appended, live verdicts."""
+    episodes = assert_matches_the_reencoding_loop(
+        agent_sft_checkpoint, agent_rows(12, seed=8), batch_size=5
+    )
+    called = [e for e in episodes if "</tool_call>\n" in e.text]
+    assert len(called) >= len(episodes) // 2
+    assert all(e.text.split("</tool_call>\n", 1)[1] for e in called)  # results, then a turn

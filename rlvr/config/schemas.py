@@ -194,6 +194,9 @@ class TrainerConfig:
     # One-step-ahead generation: a copy of the policy samples the next batch while the current
     # one trains (staleness <= 1 optimiser step, logged as async/staleness; rlvr.lookahead).
     async_generation: bool = False
+    # Agent rollouts run as whole episodes with KV caches kept across turns (rlvr.tool_loop);
+    # false: TRL's own tool loop, which re-encodes the conversation for every turn.
+    tool_episodes: bool = True
     log_completions: bool = True
     num_completions_to_print: int = 0
     max_infra_error_rate: float = 0.05  # abort when verifier/infra errors exceed this share

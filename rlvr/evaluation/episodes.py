@@ -1,7 +1,9 @@
 """Multi-turn tool episodes for evaluation: the model's turns, the tools' answers, the live verdict.
 
 Held-out and benchmark rows that name an environment are scored the way GRPO rollouts are:
-TRL's tool loop, replayed with transformers generation. Each episode renders its prompt with
+TRL's tool loop, replayed with batched KV-cached sampling (``rlvr.evaluation.multiturn``:
+all live episodes decode together, each keeps its cache across turns, tool results are fed
+on top of it instead of re-encoding the conversation). Each episode renders its prompt with
 the environment's tools through the chat template, parses every turn with TRL's
 ``parse_response``, runs the calls on a live environment, appends the results as tool turns
 (token ids concatenated, never re-rendered) and scores the environment's final episode. Turns
@@ -11,6 +13,7 @@ it ends the episode, as in TRL.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +21,7 @@ from typing import Any
 
 from rlvr.agent import live_verdict, prepare_tokenizer, rollout_text, training_row
 from rlvr.evaluation.generation import Decoding
+from rlvr.evaluation.multiturn import TurnSampling, sample_episodes
 from tasks.environments import call_tool, get_environment_class, tool_names
 from verifiers import Verdict
 
@@ -66,17 +70,35 @@ def episode_tokenizer(tokenizer: Any) -> Any:
         ) from exc
 
 
-def start_episode(tokenizer: Any, row: dict[str, Any]) -> Episode:
-    """A fresh environment reset from the row (as TRL resets it) and the rendered prompt."""
+@functools.cache
+def tool_schemas(environment_class: type) -> tuple[dict[str, Any], ...]:
+    """The JSON schemas of an environment's tools, as the chat template renders them and the
+    parser types arguments with (built once: converting them is most of a parse's cost)."""
+    from transformers.utils import get_json_schema
+
+    probe = environment_class()
+    return tuple(get_json_schema(getattr(probe, name)) for name in tool_names(environment_class))
+
+
+def start_episode(
+    tokenizer: Any, row: dict[str, Any], rendered: dict[Any, list[int]] | None = None
+) -> Episode:
+    """A fresh environment reset from the row (as TRL resets it) and the rendered prompt;
+    ``rendered`` keeps the prompts already rendered for this row, by observation."""
     environment = get_environment_class(row["environment"])()
     observation = environment.reset(**{k: v for k, v in row.items() if k != "environment"})
+    tools = list(tool_schemas(type(environment)))
+    key = observation if isinstance(observation, str) else None
+    if rendered is not None and key in rendered:
+        return Episode(environment, tools, list(rendered[key]))
     prompt = [dict(m) for m in training_row(row)["prompt"]]
-    if isinstance(observation, str):
-        prompt[-1] = {**prompt[-1], "content": prompt[-1]["content"] + observation}
-    tools = [getattr(environment, name) for name in tool_names(type(environment))]
+    if key is not None:
+        prompt[-1] = {**prompt[-1], "content": prompt[-1]["content"] + key}
     prompt_ids = tokenizer.apply_chat_template(
         prompt, tools=tools or None, add_generation_prompt=True, tokenize=True, return_dict=False
     )
+    if rendered is not None:
+        rendered[key] = list(prompt_ids)
     return Episode(environment, tools, list(prompt_ids))
 
 
@@ -113,43 +135,11 @@ def run_tools(episode: Episode, calls: Sequence[dict[str, Any]]) -> list[dict[st
     return messages
 
 
-def _generate_turns(
-    model: Any, tokenizer: Any, episodes: list[Episode], decoding: Decoding, budget: int
-) -> list[list[int]]:
-    """One more turn for each episode (left-padded batch); ids up to and including EOS."""
-    import torch
-
-    device = next(model.parameters()).device
-    width = max(len(e.ids) for e in episodes)
-    pad = tokenizer.pad_token_id
-    input_ids = torch.tensor([[pad] * (width - len(e.ids)) + e.ids for e in episodes])
-    mask = torch.tensor([[0] * (width - len(e.ids)) + [1] * len(e.ids) for e in episodes])
-    kwargs: dict[str, Any] = {
-        "max_new_tokens": max(budget - len(e.completion_ids) for e in episodes),
-        "pad_token_id": pad,
-        "eos_token_id": tokenizer.eos_token_id,
-    }
-    if decoding.greedy:
-        kwargs["do_sample"] = False
-    else:
-        kwargs.update(
-            do_sample=True, temperature=decoding.temperature, top_p=decoding.top_p, top_k=0
-        )
-    with torch.inference_mode():
-        out = model.generate(
-            input_ids=input_ids.to(device), attention_mask=mask.to(device), **kwargs
-        )
-    turns = []
-    for e, row in zip(episodes, out[:, width:].tolist(), strict=True):
-        row = row[: budget - len(e.completion_ids)]
-        if tokenizer.eos_token_id in row:
-            row = row[: row.index(tokenizer.eos_token_id) + 1]
-        turns.append(row)
-    return turns
-
-
-def _advance(tokenizer: Any, episode: Episode, turn: list[int], budget: int, limit: int) -> None:
-    """Record one generated turn; run its tool calls and append their results when they fit."""
+def _advance(
+    tokenizer: Any, episode: Episode, turn: list[int], budget: int, limit: int
+) -> list[int] | None:
+    """Record one generated turn; run its tool calls and append their results when they fit.
+    The ids appended after the turn (None when the episode ends with it)."""
     from trl.chat_template_utils import parse_response
 
     parsed = parse_response(tokenizer, turn, prefix=episode.ids, tools=episode.tools)
@@ -158,7 +148,7 @@ def _advance(tokenizer: Any, episode: Episode, turn: list[int], budget: int, lim
     calls = parsed.get("tool_calls")
     if not calls or episode.tool_turns >= MAX_TOOL_TURNS:
         episode.finished = True
-        return
+        return None
     results = run_tools(episode, calls)
     suffix = tool_suffix_ids(tokenizer, results)
     if (
@@ -166,10 +156,11 @@ def _advance(tokenizer: Any, episode: Episode, turn: list[int], budget: int, lim
         or len(episode.ids) + len(suffix) >= limit
     ):
         episode.finished = True  # TRL drops tool results that overflow the budget
-        return
+        return None
     episode.completion_ids += suffix
     episode.messages += results
     episode.tool_turns += 1
+    return suffix
 
 
 def run_episodes(
@@ -188,27 +179,43 @@ def run_episodes(
 
     tokenizer = episode_tokenizer(tokenizer)
     per_row = 1 if decoding.greedy else decoding.k
-    episodes = [start_episode(tokenizer, dict(r)) for r in rows for _ in range(per_row)]
+    episodes = []
+    for row in rows:
+        rendered: dict[Any, list[int]] = {}  # the row's samples share one rendering
+        episodes += [start_episode(tokenizer, dict(row), rendered) for _ in range(per_row)]
     limit = getattr(model.config, "max_position_embeddings", 1 << 30)
     budget = decoding.max_new_tokens
+
+    def on_turns(turns: list[tuple[int, list[int]]]) -> list[list[int] | None]:
+        return [_advance(tokenizer, episodes[i], turn, budget, limit) for i, turn in turns]
+
+    sampling = TurnSampling(
+        budget=budget,
+        eos_token_ids=(tokenizer.eos_token_id,),
+        pad_token_id=tokenizer.pad_token_id,
+        temperature=decoding.temperature,
+        top_p=decoding.top_p,
+        greedy=decoding.greedy,
+        batch_size=batch_size,
+    )
+    generator = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
     was_training = model.training
     model.eval()
-    torch.manual_seed(seed)
-    while active := [e for e in episodes if not e.finished]:
-        active.sort(key=lambda e: len(e.ids))  # similar lengths share a batch
-        for start in range(0, len(active), batch_size):
-            chunk = active[start : start + batch_size]
-            for episode, turn in zip(
-                chunk, _generate_turns(model, tokenizer, chunk, decoding, budget), strict=True
-            ):
-                _advance(tokenizer, episode, turn, budget, limit)
-                if len(episode.completion_ids) >= budget:
-                    episode.finished = True
-    model.train(was_training)
+    try:
+        sample_episodes(model, [e.prompt_ids for e in episodes], on_turns, sampling, generator)
+    finally:
+        model.train(was_training)
+    return score_episodes(episodes, per_row, format_gate)
+
+
+def score_episodes(
+    episodes: Sequence[Episode], per_row: int, format_gate: bool
+) -> list[list[EpisodeResult]]:
+    """Each finished episode scored on its live environment, grouped ``per_row`` per row."""
     results = []
     for e in episodes:
         text = rollout_text(e.messages)
         verdict = live_verdict(e.environment, text, format_gate)
         verdict = verdict or Verdict.error("the row's task has no episode rule")
         results.append(EpisodeResult(text, verdict, len(e.completion_ids)))
-    return [results[i * per_row : (i + 1) * per_row] for i in range(len(rows))]
+    return [results[i : i + per_row] for i in range(0, len(results), per_row)]
