@@ -7,7 +7,8 @@ batch it is about to train, ``sync`` the copy to the current weights, ``submit``
 
 Sampling is counter-based: each batch draws from its own ``torch.Generator`` seeded by (seed,
 rank, the step it is drawn for), never from torch's global generator, which the training
-thread uses meanwhile. So a batch's completions depend on the weights, prompts and step alone,
+thread uses meanwhile (the KV-cache loop is ``rlvr.evaluation.sampling``'s, shared with
+evaluation). So a batch's completions depend on the weights, prompts and step alone,
 and a pending batch saved with a checkpoint (``save``/``load``) resumes the run exactly.
 Each completion keeps the sampling policy's log-probability of every token (temperature
 applied, before top-p), the same quantity the trainer computes, so the loss can take the ratio
@@ -182,62 +183,27 @@ def sample(model, prompt_ids, sampling: Sampling, seed: int) -> tuple[list, list
 
     import torch
 
+    from rlvr.evaluation.sampling import Sampler, sample_tokens
+
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(seed)
-    pad, width, n = sampling.pad_token_id, max(len(p) for p in prompt_ids), len(prompt_ids)
-    ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompt_ids], device=device)
-    lengths = torch.tensor([len(p) for p in prompt_ids], device=device)
-    mask = (torch.arange(width, device=device)[None, :] >= (width - lengths)[:, None]).long()
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    eos = torch.tensor(sampling.eos_token_ids, device=device)
-    done = torch.zeros(n, dtype=torch.bool, device=device)
-    tokens, logps, past = [], [], None
+    sampler = Sampler(
+        max_new_tokens=sampling.max_new_tokens,
+        eos_token_ids=sampling.eos_token_ids,
+        pad_token_id=sampling.pad_token_id,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+    )
     cast = (
         torch.autocast(device.type, dtype=getattr(torch, sampling.autocast_dtype))
         if sampling.autocast_dtype
         else contextlib.nullcontext()
     )
-    with torch.no_grad(), cast, _stream(device):
-        for _ in range(sampling.max_new_tokens):
-            out = model(
-                input_ids=ids,
-                attention_mask=mask,
-                position_ids=positions,
-                cache=past,
-                use_cache=True,
-            )
-            past = out.cache
-            logp = torch.log_softmax(out.logits[:, -1, :].float() / sampling.temperature, -1)
-            token = torch.multinomial(_nucleus(logp.exp(), sampling.top_p), 1, generator=generator)
-            token = token.squeeze(1).masked_fill(done, pad)
-            tokens.append(token)
-            logps.append(logp.gather(1, token[:, None]).squeeze(1))
-            done |= torch.isin(token, eos)
-            if bool(done.all()):
-                break
-            ids, positions = token[:, None], positions[:, -1:] + 1
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+    with cast, _stream(device):
+        samples = sample_tokens(model, prompt_ids, sampler, generator=generator, logprobs=True)
         _wait_for_device(model)
-    return _unpad(torch.stack(tokens, 1).tolist(), torch.stack(logps, 1).tolist(), sampling)
-
-
-def _nucleus(probs, top_p: float):
-    """Probabilities outside the smallest set whose mass reaches ``top_p`` set to zero."""
-    if top_p >= 1.0:
-        return probs
-    ordered, order = probs.sort(dim=-1, descending=True)
-    ordered = ordered.masked_fill(ordered.cumsum(-1) - ordered >= top_p, 0.0)
-    return probs.new_zeros(probs.shape).scatter(-1, order, ordered)
-
-
-def _unpad(tokens: list, logps: list, sampling: Sampling) -> tuple[list, list]:
-    ends = set(sampling.eos_token_ids)
-    ids_out, lp_out = [], []
-    for row, lp in zip(tokens, logps, strict=True):
-        stop = next((i + 1 for i, t in enumerate(row) if t in ends), len(row))
-        ids_out.append(row[:stop])
-        lp_out.append(lp[:stop])
-    return ids_out, lp_out
+    assert samples.logprobs is not None
+    return [s[0] for s in samples.ids], [lp[0] for lp in samples.logprobs]
 
 
 def _key(prompt_ids) -> PromptIds:

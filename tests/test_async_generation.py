@@ -64,7 +64,7 @@ def test_sampling_is_seeded_and_its_logprobs_are_the_policys(policy):
 
 
 def test_top_p_keeps_the_nucleus_only(policy):
-    from rlvr.lookahead import _nucleus
+    from rlvr.evaluation.sampling import nucleus as _nucleus
 
     probs = torch.tensor([[0.5, 0.3, 0.15, 0.05]])
     assert torch.equal(_nucleus(probs, 0.7) > 0, torch.tensor([[True, True, False, False]]))
