@@ -168,7 +168,7 @@ def test_distillation_halves_the_heldout_kl_to_its_teacher(tmp_path, sft_checkpo
             rlvr_cache,
             f"init_from={sft_checkpoint}",
             f"+distill.teachers.math={teacher}",
-            "trainer.max_steps=8",
+            "trainer.max_steps=24",  # 8 steps reached 0.69x of the KL, 16 0.53x, 24 0.03x
             "trainer.save_steps=0",
             "distill.learning_rate=1e-3",
             "distill.max_completion_length=24",
@@ -184,7 +184,7 @@ def test_distillation_halves_the_heldout_kl_to_its_teacher(tmp_path, sft_checkpo
     before, after = kl["start"]["math"]["kl"], kl["distilled"]["math"]["kl"]
     assert kl["start"]["math"]["prompts"] == 8 and kl["start"]["math"]["tokens"] > 0
     assert after <= 0.5 * before, (before, after)
-    assert summary["rl"]["steps"] == 8 and summary["rl"]["teacher_s"] > 0
+    assert summary["rl"]["steps"] == 24 and summary["rl"]["teacher_s"] > 0
     assert set(summary["heldout"]) == {"start", "distilled"}
 
 
