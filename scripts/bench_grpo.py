@@ -271,6 +271,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--sft-steps", type=int, default=150)
     parser.add_argument("--init-from", default=None, help="an SFT model folder (skips the SFT)")
+    parser.add_argument(
+        "--scenarios", nargs="+", choices=sorted(SCENARIOS), default=list(SCENARIOS)
+    )
     parser.add_argument("--arm", choices=["rlvr", "bare"], help=argparse.SUPPRESS)
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -284,7 +287,7 @@ def main() -> None:
     os.environ.setdefault("RLVR_CACHE", str(work / "cache"))
     init_from = args.init_from or sft_model(args.sft_steps, work)
     results = {}
-    for scenario in SCENARIOS:
+    for scenario in args.scenarios:
         for arm in ("bare", "rlvr"):
             results[scenario, arm] = launch(arm, scenario, init_from, args.steps, work / scenario)
 
@@ -295,7 +298,7 @@ def main() -> None:
     print(header + f" {'update s':>7} {'reward%':>8} {'RSS MB':>9} {'tree MB':>9} {'tokens':>8}")
     for (scenario, arm), result in results.items():
         print(row(f"{scenario}/{arm}", result))
-    for scenario in SCENARIOS:
+    for scenario in args.scenarios:
         rlvr, bare = summary(results[scenario, "rlvr"]), summary(results[scenario, "bare"])
         rss = results[scenario, "rlvr"]["self_peak_rss_mb"]
         bare_rss = results[scenario, "bare"]["self_peak_rss_mb"]
