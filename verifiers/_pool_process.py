@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import deque
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 from verifiers._pool_progress import ProgressCell, new_cell_fd
 from verifiers._pool_wire import Entry
 from verifiers._pool_worker import STOP
+
+CHUNKS_IN_FLIGHT = 2
 
 
 class WorkerProcess:
@@ -45,27 +48,43 @@ class WorkerProcess:
         self.outbox.send(config)
         self.ready = False
         self.started = time.monotonic()
-        self.inflight: list[Entry] = []  # the chunk sent, not yet answered
-        self.answered = 0  # items answered over the worker's life; its progress count at send
-        self.sent_at = 0.0
+        self.inflight: list[Entry] = []  # the chunks sent, not yet answered, in order
+        self.chunks: deque[int] = deque()  # their sizes
+        self.answered = 0  # items answered over the worker's life
+        self.sent_at = 0.0  # when the worker, idle, was last given a chunk
         self.limit = 0.0
 
     @property
     def busy(self) -> bool:
         return bool(self.inflight)
 
+    @property
+    def has_room(self) -> bool:
+        """A second chunk waits in the pipe while the first runs, so the worker never idles
+        for a round trip between chunks."""
+        return len(self.chunks) < CHUNKS_IN_FLIGHT
+
     def submit(self, chunk: list[Entry], message: bytes, timeout_s: float) -> None:
         self.outbox.send_bytes(message)
-        self.inflight = chunk
+        if not self.inflight:
+            self.sent_at = time.monotonic()
+        self.inflight.extend(chunk)
+        self.chunks.append(len(chunk))
         self.limit = timeout_s
-        self.sent_at = time.monotonic()
+
+    def take_answered(self) -> list[Entry]:
+        """The first chunk in flight, now answered."""
+        size = self.chunks.popleft()
+        done, self.inflight = self.inflight[:size], self.inflight[size:]
+        self.answered += size
+        return done
 
     def running(self) -> tuple[int, float]:
-        """The chunk position of the item in progress, and when it started (the previous
-        item's end, or the send); position ``len(inflight)``: all done, answer on its way."""
+        """The position in ``inflight`` of the item in progress, and when it started: the
+        previous item's end, or the send to an idle worker, whichever is later; position
+        ``len(inflight)``: all done, answers on their way."""
         count, at = self.cell.read()
-        position = count - self.answered
-        return position, (at if position > 0 else self.sent_at)
+        return count - self.answered, max(at, self.sent_at)
 
     def deadline(self) -> float:
         position, started = self.running()

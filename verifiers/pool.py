@@ -196,7 +196,7 @@ class VerifierPool:
 
     def _dispatch(self, batch: _Batch, limit: float, fmt: ReasoningFormat) -> None:
         for slot, worker in enumerate(self._workers):
-            if not (batch.pending and worker.ready and not worker.busy):
+            if not (batch.pending and worker.ready and worker.has_room):
                 continue
             size = self._chunk_size(batch.pending)
             chunk = [batch.pending.popleft() for _ in range(size)]
@@ -207,7 +207,7 @@ class VerifierPool:
                 worker.submit(chunk, message, limit)
                 self.chunks_sent += 1
             except OSError:  # died while idle: replace it and retry the chunk
-                batch.requeue(chunk)
+                batch.requeue(worker.inflight + chunk)
                 worker.inflight = []
                 self._replace(slot)
 
@@ -276,11 +276,10 @@ class VerifierPool:
             self._start_failures = 0
             return
         answers, seconds = message
-        self._learn(worker.inflight, seconds)
-        for entry, answer in zip(worker.inflight, answers, strict=True):
+        chunk = worker.take_answered()
+        self._learn(chunk, seconds)
+        for entry, answer in zip(chunk, answers, strict=True):
             batch.results[entry[0]] = verdict_from_answer(answer)
-        worker.answered += len(answers)
-        worker.inflight = []
 
     def _learn(self, chunk: list[Entry], seconds: list[float]) -> None:
         """Per-item cost by verifier, a running mean weighted towards the newest chunk."""
