@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
@@ -117,8 +118,11 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     return tokenizer
 
 
-def build_model(spec: TinyModelSpec, vocab_size: int, pad_token_id: int, eos_token_id: int):
-    """A randomly initialised Qwen2 causal LM, deterministic for a given spec."""
+def build_model(
+    spec: TinyModelSpec, vocab_size: int, pad_token_id: int, eos_token_id: int, **config: Any
+):
+    """A randomly initialised Qwen2 causal LM, deterministic for a given spec; ``config``
+    adds Qwen2Config settings the spec leaves at their defaults (e.g. ``initializer_range``)."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -135,6 +139,7 @@ def build_model(spec: TinyModelSpec, vocab_size: int, pad_token_id: int, eos_tok
         pad_token_id=pad_token_id,
         eos_token_id=eos_token_id,
         bos_token_id=None,
+        **config,
     )
     torch.manual_seed(spec.seed)
     return Qwen2ForCausalLM(config)

@@ -18,26 +18,19 @@ PROMPTS = [[{"role": "user", "content": "x" * n}] for n in (9, 1, 30, 4, 17, 4)]
 def tiny():
     """The embedded tokenizer and a small Qwen2 built from its config. A wider initialisation
     than the embedded model's gives varied greedy text (the embedded one repeats one token)."""
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    from rlvr.tiny_model import build_tokenizer
+    from rlvr.tiny_model import TinyModelSpec, build_model, build_tokenizer
 
     tok = build_tokenizer()
-    config = Qwen2Config(
-        vocab_size=len(tok),
+    spec = TinyModelSpec(
         hidden_size=64,
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
         intermediate_size=128,
         max_position_embeddings=256,
-        tie_word_embeddings=True,
-        pad_token_id=tok.pad_token_id,
-        eos_token_id=tok.eos_token_id,
-        initializer_range=0.3,
     )
-    torch.manual_seed(0)
-    return Qwen2ForCausalLM(config).eval(), tok
+    model = build_model(spec, len(tok), tok.pad_token_id, tok.eos_token_id, initializer_range=0.3)
+    return model.eval(), tok
 
 
 def prompt_ids(tokenizer) -> list[list[int]]:

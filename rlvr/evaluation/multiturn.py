@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.evaluation.kv_rows import Rows, decode, extend, join, select
+from rlvr.evaluation.sampling import draw, nucleus
 
 log = logging.getLogger(__name__)
 
@@ -201,15 +202,10 @@ def _end_turns(
 
 
 def _sample(logits: Any, sampling: TurnSampling, generator: Any) -> Any:
-    """Greedy, or temperature then top-p as transformers' samplers apply them."""
+    """Greedy, or temperature then top-p, drawn as single-turn evaluation draws them."""
     import torch
 
     if sampling.greedy:
         return logits.argmax(-1)
     probs = torch.softmax(logits.float() / sampling.temperature, dim=-1)
-    if sampling.top_p < 1.0:
-        ordered, order = probs.sort(dim=-1)  # ascending, as TopPLogitsWarper
-        drop = ordered.cumsum(dim=-1) <= 1 - sampling.top_p
-        drop[..., -1] = False  # the most likely token always stays
-        probs = probs.scatter(-1, order, ordered.masked_fill(drop, 0.0))
-    return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+    return draw(nucleus(probs, sampling.top_p), generator)

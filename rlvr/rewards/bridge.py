@@ -127,13 +127,15 @@ class BatchScores:
     time), the others read their rows. TRL hands each function the same ``completions`` list
     for a batch, and a new list for the next one, which is how a batch is recognised."""
 
-    def __init__(self, domains: Sequence[str], scorer: Scorer, format_gate: bool) -> None:
+    def __init__(
+        self, domains: Sequence[str], scorer: Scorer, format_gate: bool, timer: StepTimer
+    ) -> None:
         self.domains = set(domains)
         self.scorer = scorer
         self.format_gate = format_gate
+        self.timer = timer
         self.completions: Any = None
         self.by_row: dict[int, tuple[tuple[str, dict, str], Verdict]] = {}
-        self.seconds = 0.0  # scoring time of the last batch
 
     def rows(self, domain: str, completions: list, kwargs: dict[str, Any]):
         """(batch positions, items, verdicts) of ``domain``'s rows in this batch."""
@@ -157,14 +159,13 @@ class BatchScores:
         verdicts = score_rollouts(items, rows, environments, self.scorer, self.format_gate)
         self.by_row = dict(zip(rows, zip(items, verdicts, strict=True), strict=True))
         self.completions = completions
-        self.seconds = time.perf_counter() - start
+        self.timer.reward_s += time.perf_counter() - start
 
 
 def make_domain_reward(
     domain: str,
     scores: BatchScores,
     budget: ErrorBudget,
-    timer: StepTimer,
     table: CompletionTable,
     emits_table: bool,
     parallel: ParallelReward | None = None,
@@ -175,10 +176,7 @@ def make_domain_reward(
     ``<domain>/parallel/...`` metrics are logged beside the domain's."""
 
     def reward(prompts, completions, **kwargs) -> list[float | None]:
-        fresh = completions is not scores.completions
         rows, items, verdicts = scores.rows(domain, completions, kwargs)
-        if fresh:
-            timer.reward_s += scores.seconds
         out: list[float | None] = [None] * len(completions)
         if rows:
             budget.record(domain, verdicts)  # raises above the error rate: nothing is scored as 0
@@ -228,9 +226,9 @@ def build_reward_functions(
     parallel: ParallelReward | None = None,
 ):
     table = CompletionTable()
-    scores = BatchScores(domains, scorer, format_gate)
+    scores = BatchScores(domains, scorer, format_gate, timer)
     last = len(domains) - 1
     return [
-        make_domain_reward(d, scores, budget, timer, table, i == last, parallel)
+        make_domain_reward(d, scores, budget, table, i == last, parallel)
         for i, d in enumerate(domains)
     ]
