@@ -130,6 +130,41 @@ def test_unknown_names_fail_at_plan_time_with_the_valid_ones(tmp_path, override,
         assert name in str(err.value)
 
 
+def test_arm_overrides_reach_only_their_arms_training_stages(tmp_path):
+    _, stages, before, commands = _plan(tmp_path)
+    _, _, after, commands_after = _plan(
+        tmp_path,
+        'study.arm_overrides.agent=["algo.max_completion_length=200"]',
+        'study.arm_overrides.mixed=["trainer.max_steps=9"]',
+    )
+    for stage in stages:
+        agent_only = "algo.max_completion_length=200" in commands_after[stage.name]
+        mixed_only = "trainer.max_steps=9" in commands_after[stage.name]
+        assert agent_only == stage.name.startswith("expert-agent-"), stage.name
+        assert mixed_only == stage.name.startswith("mixed-"), stage.name
+    changed = {n for n in before if before[n] != after[n]}
+    assert "expert-agent-seed0" in changed and "mixed-seed0" in changed
+    assert "expert-math-seed0" not in changed and "sft" not in changed
+    assert "eval-math-seed0" not in changed and "eval-agent-seed0" in changed
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ('+study.arm_overrides.chemistry=["trainer.max_steps=9"]', "chemistry"),
+        ('study.arm_overrides.math=["trainer.max_steps"]', "key=value"),
+    ],
+)
+def test_arm_overrides_name_a_known_arm_and_hold_overrides(tmp_path, override, message):
+    with pytest.raises(ConfigError, match=message):
+        _plan(tmp_path, override)
+
+
+def test_a_study_without_a_mixed_arm_refuses_overrides_for_it(tmp_path):
+    with pytest.raises(ConfigError, match="mixed"):
+        _plan(tmp_path, "study.mixed=false", 'study.arm_overrides.mixed=["trainer.max_steps=9"]')
+
+
 def test_merges_need_two_experts(tmp_path):
     with pytest.raises(ConfigError, match="at least two"):
         _plan(tmp_path, "study.domains=[math]")

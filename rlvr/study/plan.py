@@ -126,6 +126,11 @@ def check_plan_names(run: RunConfig) -> None:
     if s.merges and len(s.domains) < 2:
         raise ConfigError("study.merges needs at least two domains' experts to merge")
     _check_benchmarks(run)
+    arms = [*s.domains, *(["mixed"] if s.mixed else [])]
+    if bad := [a for a, values in s.arm_overrides.items() if values and a not in arms]:
+        raise ConfigError(f"study.arm_overrides: unknown arms {bad}; this study's arms: {arms}")
+    if bad := [o for v in s.arm_overrides.values() for o in v if "=" not in str(o)]:
+        raise ConfigError(f"study.arm_overrides: {bad} are not Hydra overrides (key=value)")
     if bad := [n for n in s.stages if n not in OPTIONAL_STAGES and n not in DATA_STAGES]:
         known = ", ".join(sorted({*OPTIONAL_STAGES, *DATA_STAGES})) or "none are installed yet"
         raise ConfigError(f"study.stages: unknown {bad}; optional stages: {known}")
@@ -190,15 +195,16 @@ def _training_stage(
     )
 
 
-def _grpo_overrides(ctx: PlanContext, domains: Sequence[str], seed: int) -> list[str]:
-    """An expert's or the mixed arm's own overrides: they differ only in their domains (and
-    the rows the data stages selected for those domains)."""
+def _grpo_overrides(ctx: PlanContext, arm: str, domains: Sequence[str], seed: int) -> list[str]:
+    """An expert's or the mixed arm's own overrides: they differ in their domains, the rows the
+    data stages selected for those domains, and the arm's own ``study.arm_overrides``."""
     return [
         _domain_option(ctx.run, domains),
         f"init_from={quote(ctx.sft.path)}",
         f"trainer.seed={seed}",
         "resume=true",
         *(o for d in domains for o in ctx.data.get(d, ())),
+        *ctx.run.study.arm_overrides.get(arm, ()),
     ]
 
 
@@ -236,12 +242,12 @@ def build_plan(run: RunConfig) -> list[Stage]:
         for domain in s.domains:
             name = f"expert-{domain}-seed{seed}"
             out = root / "experts" / f"{domain}-seed{seed}"
-            extra = _grpo_overrides(ctx, [domain], seed)
+            extra = _grpo_overrides(ctx, domain, [domain], seed)
             stages.append(_training_stage(run, name, "expert", "rlvr.train", out, extra, deps))
             ctx.experts[(domain, seed)] = ModelRef(f"{domain}-seed{seed}", str(out / "final"), name)
         if s.mixed:
             name, out = f"mixed-seed{seed}", root / "mixed" / f"seed{seed}"
-            extra = _grpo_overrides(ctx, s.domains, seed)
+            extra = _grpo_overrides(ctx, "mixed", s.domains, seed)
             stages.append(_training_stage(run, name, "mixed", "rlvr.train", out, extra, deps))
             ctx.mixed[seed] = ModelRef(f"mixed-seed{seed}", str(out / "final"), name)
     merged = [m for seed in s.seeds for m in _merge_stages(run, ctx, seed, stages)]
