@@ -9,7 +9,7 @@ from typing import Any
 
 from tasks.micro._common import DomainSpec, generate_rows, hash_fraction, think
 
-LEVELS: tuple[int, ...] = (1, 2, 3, 4)
+LEVELS: tuple[int, ...] = (1, 2, 3, 4, 5)
 
 # Level 3 states the function in words; each phrase maps to its Python expression.
 _WORDS: dict[str, str] = {
@@ -29,6 +29,8 @@ _WORDS_K: dict[str, str] = {
     "x times {k}": "x*{k}",
     "x plus {k}": "x+{k}",
 }
+# Level 5 composes a level-3 phrase with one more operation: "x squared plus 3" -> x*x+3.
+_THEN: dict[str, str] = {"plus": "+", "minus": "-", "times": "*"}
 _XS = (-3, 0, 1, 2, 5, 7, 10, 13)
 
 
@@ -50,6 +52,13 @@ def _space(level: int) -> list[tuple[str, ...]]:
         ]
     if level == 4:  # a whole program on stdin/stdout
         return [("stdio", f"n{op}{k}", f"n{op}{k}") for op in "+-*" for k in ks]
+    if level == 5:  # a phrase in words, then one more operation (evaluated left to right)
+        return [
+            ("words", f"{w} {then} {k}", f"{e}{op}{k}")
+            for w, e in _WORDS.items()
+            for then, op in _THEN.items()
+            for k in range(2, 10)
+        ]
     raise ValueError(f"micro/code has no level {level}")
 
 
@@ -94,9 +103,15 @@ _STDIO = re.compile(r"Python: read n, print (.+)\.")
 _WORDED = re.compile(r"Python f\(x\): (.+)\.")
 
 
+_COMPOSED = re.compile(rf"(.+) ({'|'.join(_THEN)}) (\d+)")
+
+
 def _expr_of_words(text: str) -> str:
     if text in _WORDS:
         return _WORDS[text]
+    if (match := _COMPOSED.fullmatch(text)) and match.group(1) in _WORDS:
+        phrase, then, k = match.groups()
+        return f"{_WORDS[phrase]}{_THEN[then]}{k}"
     for words, expr in _WORDS_K.items():
         match = re.fullmatch(re.escape(words).replace(r"\{k\}", r"(\d+)"), text)
         if match:
