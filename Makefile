@@ -19,7 +19,7 @@ study: $(STAMP)
 	$(OFFLINE) $(BIN)/python -m rlvr.study experiment=tiny_study
 
 demo: $(STAMP)
-	$(OFFLINE) $(BIN)/python -m rlvr.train experiment=smoke
+	$(OFFLINE) $(BIN)/python -m rlvr.train experiment=demo
 
 test: $(STAMP)
 	$(PYTEST) -m "not slow and not gpu" -n 2 -q
