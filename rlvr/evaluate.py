@@ -135,7 +135,21 @@ def summarise(rows: Sequence[dict], sampled: list, greedy: list | None, k: int) 
     out["pass_at_1"] = out["pass_at"]["1"]
     if greedy is not None:
         out["greedy_accuracy"] = sum(vs[0].score for vs in greedy) / n if n else 0.0
+    if (chance := guessing_accuracy(rows)) is not None:
+        out["chance"] = chance
     return out
+
+
+def guessing_accuracy(rows: Sequence[dict]) -> float | None:
+    """Expected accuracy of a uniform guess when every row is multiple choice (its reference
+    names ``num_options``), else None: a score near it says the model picks a letter."""
+    options = []
+    for row in rows:
+        try:
+            options.append(int(json.loads(row["reference"])["num_options"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+    return sum(1 / n for n in options) / len(options) if options and min(options) > 0 else None
 
 
 def sample_records(

@@ -34,6 +34,29 @@ def test_verdict_says_why_a_set_leaves_no_room(avg, pass_k, expected):
     assert verdict(avg, pass_k) == expected
 
 
+@pytest.mark.parametrize(
+    ("avg", "chance", "expected"),
+    [
+        (46.5, 50.0, "Avg@k within 5 points of guessing (50.0%)"),
+        (27.5, 25.0, "Avg@k within 5 points of guessing (25.0%)"),
+        (38.4, 33.3, "ok"),  # more than 5 points above a three-way guess
+        (40.0, None, "ok"),  # not multiple choice
+    ],
+)
+def test_multiple_choice_at_chance_leaves_no_room(avg, chance, expected):
+    assert verdict(avg, 95.0, chance) == expected
+
+
+def test_guessing_accuracy_averages_over_the_rows_options():
+    from rlvr.evaluate import guessing_accuracy
+    from tasks import micro
+
+    rows = [r for level in (1, 2, 3) for r in micro.generate("science", 20, 0, level, "heldout")]
+    assert guessing_accuracy(rows) == pytest.approx((1 / 2 + 1 / 3 + 1 / 4) / 3)
+    assert guessing_accuracy(micro.generate("math", 20, 0, 1, "heldout")) is None
+    assert guessing_accuracy([]) is None
+
+
 def _result(label: str, role: str, scores: dict[str, tuple[float, float]]) -> ModelResult:
     summaries = {
         bench: {"domain": bench.removeprefix("micro_"), "k": 8, "avg_at_k": a, "pass_at_k": p}
