@@ -117,7 +117,9 @@ def _render(problem: tuple[Any, ...], rng: random.Random) -> tuple[str, dict[str
     build = {5: _comparison, 2: _conversion, 3: _relation}[len(problem)]
     question, options, answer, _ = build(problem)
     rng.shuffle(options)  # option order varies by seed; the split does not depend on it
-    listing = " ".join(f"{LETTERS[i]}) {opt}" for i, opt in enumerate(options))
+    # the letter follows its option, so a model that has written the value it computed finds
+    # the letter right after that value's occurrence in the prompt (one induction step)
+    listing = " ".join(f"{opt} ({LETTERS[i]})" for i, opt in enumerate(options))
     letter = LETTERS[options.index(answer)]
     return f"{question}\n{listing}", {"answer": letter, "num_options": len(options)}
 
@@ -129,7 +131,7 @@ def generate(n: int, seed: int, difficulty: Any = None, split: str = "train") ->
     return generate_rows(SPEC, n, seed, difficulty, split)
 
 
-_OPTION = re.compile(r"([A-D])\) (.+?)(?= [A-D]\) |$)")
+_OPTION = re.compile(r"(\S+) \(([A-D])\)")
 _COMPARE = re.compile(r"(\w+) (\d+) \S+, (\w+) (\d+) \S+\. (\w+)\?")
 _CONVERT = re.compile(r"(\d+) (\w+) in \w+\?")
 _NUMBERS = re.compile(r"\d+")
@@ -150,9 +152,11 @@ def working(question: str) -> str:
 
 
 def demonstration(prompt: str, reference: Mapping[str, Any]) -> str:
-    """SFT target: the working in ``<think>`` ending in the chosen option, then its letter."""
+    """SFT target: the working in ``<think>`` ending in the chosen option as listed (value, then
+    letter), then the letter."""
     letter = str(reference["answer"])
     question, _, listing = prompt.strip().rpartition("\n")
-    chosen = dict(_OPTION.findall(listing)).get(letter, letter)
+    chosen = {key: text for text, key in _OPTION.findall(listing)}.get(letter, "")
+    pick = f"{chosen} ({letter})" if chosen else f"({letter})"
     steps = working(question)
-    return think(f"{steps}, {chosen}" if steps else chosen, f"Answer: {letter}")
+    return think(f"{steps}, {pick}" if steps else pick, f"Answer: {letter}")

@@ -91,11 +91,12 @@ def test_science_keys_name_the_option_the_numbers_give():
     seen_levels = set()
     for row in sample("science", 40):
         question, listing = row["prompt"][-1]["content"].split("\n")
-        options = dict(re.findall(r"([A-D])\) (.+?)(?= [A-D]\) |$)", listing))
+        options = {key: text for text, key in re.findall(r"(\S+) \(([A-D])\)", listing)}
         ref = reference_of(row)
         assert ref["num_options"] == len(options) and len(set(options.values())) == len(options)
         assert options[ref["answer"]] == expected_option(question), row["prompt"]
-        assert demonstration(row).split("</think>")[0].endswith(", " + expected_option(question))
+        pick = f", {expected_option(question)} ({ref['answer']})"
+        assert demonstration(row).split("</think>")[0].endswith(pick)
         seen_levels.add(len(options))
     assert seen_levels == {2, 3, 4}
 
