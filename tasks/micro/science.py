@@ -5,6 +5,10 @@ compares two stated quantities (two options), level 2 converts a unit (three opt
 applies a relation such as speed = distance / time (four options). Distractors are the results
 of the wrong operation on the same numbers, so guessing by size does not work. A canonical
 problem is its quantities, so held-out rows ask number combinations never seen in training.
+Options are listed value first, letter after ("1300 (A) 13000 (B)"), and demonstrations end
+their working with the chosen option as listed: naming the letter is then a copy of what
+follows the computed value in the prompt, which a tiny model learns (with the letter first it
+sampled at chance after 400 SFT steps; level 2 went from 31.6 to 44.1 Avg@8, chance 33).
 """
 
 from __future__ import annotations
