@@ -143,10 +143,12 @@ def summarise(rows: Sequence[dict], sampled: list, greedy: list | None, k: int) 
 def guessing_accuracy(rows: Sequence[dict]) -> float | None:
     """Expected accuracy of a uniform guess when every row is multiple choice (its reference
     names ``num_options``), else None: a score near it says the model picks a letter."""
+    from tasks.schema import reference_of
+
     options = []
     for row in rows:
         try:
-            options.append(int(json.loads(row["reference"])["num_options"]))
+            options.append(int(reference_of(row)["num_options"]))
         except (KeyError, TypeError, ValueError):
             return None
     return sum(1 / n for n in options) / len(options) if options and min(options) > 0 else None

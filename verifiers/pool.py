@@ -206,9 +206,8 @@ class VerifierPool:
             try:
                 worker.submit(chunk, message, limit)
                 self.chunks_sent += 1
-            except OSError:  # died while idle: replace it and retry the chunk
+            except OSError:  # died: replace it and retry what it held and this chunk
                 batch.requeue(worker.inflight + chunk)
-                worker.inflight = []
                 self._replace(slot)
 
     def _collect(self, batch: _Batch) -> None:
