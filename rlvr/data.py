@@ -107,8 +107,8 @@ def sft_examples(run: RunConfig, seed: int) -> list[dict[str, Any]]:
     from tasks import micro
 
     examples: list[dict[str, Any]] = []
-    n = run.sft.examples_per_domain
     for domain in run.domains:
+        n = run.sft.domain_examples.get(domain, run.sft.examples_per_domain)
         names = sft_generators(run, domain)
         rows = [
             row

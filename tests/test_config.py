@@ -98,6 +98,8 @@ def test_all_five_domains_compose_together_and_name_the_run():
         (["algo.num_generations=1"], "algo.num_generations has an impossible value"),
         (["logger.name=tensorboard"], "choose one of: wandb, none"),
         (["sandbox.backend=docker"], "auto, nsjail, bwrap, unshare, rlimit"),
+        (["+sft.domain_examples.chemistry=10"], "sft.domain_examples: unknown domains"),
+        (["+sft.domain_examples.code=-1"], "sft.domain_examples.code: an SFT example count"),
     ],
 )
 def test_bad_values_raise_config_error_naming_the_choice(overrides, message):

@@ -99,6 +99,14 @@ def _check_positive(run: RunConfig) -> None:
     for key, ok in checks.items():
         if not ok:
             raise ConfigError(f"{key} has an impossible value; see conf/ for sensible defaults")
+    sft_counts = {"sft.examples_per_domain": run.sft.examples_per_domain}
+    sft_counts |= {f"sft.domain_examples.{d}": n for d, n in run.sft.domain_examples.items()}
+    if bad := [key for key, n in sft_counts.items() if n < 0]:
+        raise ConfigError(f"{', '.join(bad)}: an SFT example count cannot be negative")
+    if unknown := sorted(set(run.sft.domain_examples) - set(DOMAINS)):
+        raise ConfigError(
+            f"sft.domain_examples: unknown domains {unknown}; valid domains: {', '.join(DOMAINS)}"
+        )
     if run.trainer.use_vllm and run.trainer.vllm_mode == "server":
         if run.trainer.vllm_server_devices < 1:
             raise ConfigError(

@@ -140,6 +140,9 @@ class SFTConfig:
     warmup_steps: int = 20
     batch_size: int = 32
     examples_per_domain: int = 4000
+    # per-domain counts over examples_per_domain: a domain the model learns fast (code) gets
+    # fewer demonstrations, so the SFT model leaves RL room there too
+    domain_examples: dict[str, int] = field(default_factory=dict)
     weight_decay: float = 0.0
     max_length: int = 256
     datasets: list[str] = field(default_factory=list)  # Hub chat datasets; empty: micro-suite demos

@@ -86,3 +86,14 @@ def test_sft_demonstrations_come_from_the_domain_micro_tasks():
     assert sum("<Parallel>" in e["completion"][0]["content"] for e in examples) >= 30
     plain = RunConfig(domains={"math": DomainConfig(train_tasks=["gsm8k"])})
     assert sft_generators(plain, "math") == ["math"]  # no micro task: the domain's own
+
+
+def test_sft_examples_per_domain_can_differ_by_domain():
+    from rlvr.config import DomainConfig, RunConfig
+    from rlvr.data import sft_examples
+
+    run = RunConfig(domains={d: DomainConfig(train_tasks=[f"micro_{d}"]) for d in ("math", "code")})
+    run.sft.examples_per_domain = 30
+    run.sft.domain_examples = {"code": 12}
+    counts = Counter(e["domain"] for e in sft_examples(run, seed=0))
+    assert counts == {"math": 30, "code": 12}
