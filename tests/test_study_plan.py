@@ -16,8 +16,13 @@ from rlvr.study.plan import DOMAINS, quote, register_optional_stage
 MERGES = ("average", "task_arithmetic", "ties", "ties_dare", "ta_dare", "sce")
 
 
+# The plan's shape under test: one seed, and conf/study/embedded.yaml's optional stages
+# (tiny_study itself runs two seeds and only the analyses).
+SHAPE = ("study.seeds=[0]", "study.stages=[neighbourhood,analyze]")
+
+
 def _plan(tmp_path, *extra: str):
-    return plan(["experiment=tiny_study", f"study.out_dir={tmp_path}", *extra])
+    return plan(["experiment=tiny_study", *SHAPE, f"study.out_dir={tmp_path}", *extra])
 
 
 def test_tiny_study_expands_to_every_stage_with_its_dependencies(tmp_path):
@@ -148,6 +153,12 @@ def test_arm_overrides_reach_only_their_arms_training_stages(tmp_path):
     assert "eval-math-seed0" not in changed and "eval-agent-seed0" in changed
 
 
+def test_progress_counts_the_steps_an_arm_override_sets(tmp_path):
+    _, stages, _, _ = _plan(tmp_path, 'study.arm_overrides.mixed=["trainer.max_steps=9"]')
+    steps = {s.name: s.total_steps for s in stages if s.kind in ("expert", "mixed")}
+    assert steps["mixed-seed0"] == 9 and steps["expert-math-seed0"] == 40
+
+
 @pytest.mark.parametrize(
     "override, message",
     [
@@ -160,9 +171,17 @@ def test_arm_overrides_name_a_known_arm_and_hold_overrides(tmp_path, override, m
         _plan(tmp_path, override)
 
 
-def test_a_study_without_a_mixed_arm_refuses_overrides_for_it(tmp_path):
-    with pytest.raises(ConfigError, match="mixed"):
-        _plan(tmp_path, "study.mixed=false", 'study.arm_overrides.mixed=["trainer.max_steps=9"]')
+def test_overrides_for_arms_outside_the_study_are_unused_with_a_warning(tmp_path, caplog):
+    _, stages, _, commands = _plan(
+        tmp_path, "study.mixed=false", 'study.arm_overrides.mixed=["trainer.max_steps=9"]'
+    )
+    assert not any("trainer.max_steps=9" in commands[s.name] for s in stages)
+    assert "['mixed'] unused" in caplog.text
+    _, stages, _, _ = _plan(tmp_path, "study.domains=[math,code]", "study.merges=[]")
+    assert {s.name for s in stages if s.kind == "expert"} == {
+        "expert-math-seed0",
+        "expert-code-seed0",
+    }
 
 
 def test_merges_need_two_experts(tmp_path):
@@ -236,8 +255,8 @@ def test_m2rl_study_composes_for_gpu_clusters(tmp_path):
 
 def test_dry_run_prints_every_stage_with_command_and_dependencies(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "rlvr.study", "experiment=tiny_study", "study.dry_run=true",
-         f"study.out_dir={tmp_path}"],
+        [sys.executable, "-m", "rlvr.study", "experiment=tiny_study", *SHAPE,
+         "study.dry_run=true", f"study.out_dir={tmp_path}"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     _, stages, _, _ = _plan(tmp_path)

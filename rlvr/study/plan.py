@@ -7,12 +7,15 @@ paths a person types.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlvr.config import ConfigError, RunConfig
 from tasks.schema import DOMAINS
+
+log = logging.getLogger(__name__)
 
 TRAINING_KINDS = ("sft", "expert", "mixed")
 
@@ -126,9 +129,13 @@ def check_plan_names(run: RunConfig) -> None:
     if s.merges and len(s.domains) < 2:
         raise ConfigError("study.merges needs at least two domains' experts to merge")
     _check_benchmarks(run)
+    known = [*DOMAINS, "mixed"]
+    if bad := [a for a in s.arm_overrides if a not in known]:
+        raise ConfigError(f"study.arm_overrides: unknown arms {bad}; arms are {known}")
+    # an experiment file sets every arm; a study narrowed on the command line uses some of them
     arms = [*s.domains, *(["mixed"] if s.mixed else [])]
-    if bad := [a for a, values in s.arm_overrides.items() if values and a not in arms]:
-        raise ConfigError(f"study.arm_overrides: unknown arms {bad}; this study's arms: {arms}")
+    if unused := [a for a, values in s.arm_overrides.items() if values and a not in arms]:
+        log.warning("study.arm_overrides for %s unused: this study's arms are %s", unused, arms)
     if bad := [o for v in s.arm_overrides.values() for o in v if "=" not in str(o)]:
         raise ConfigError(f"study.arm_overrides: {bad} are not Hydra overrides (key=value)")
     if bad := [n for n in s.stages if n not in OPTIONAL_STAGES and n not in DATA_STAGES]:
@@ -174,7 +181,10 @@ def _domain_option(run: RunConfig, domains: Sequence[str]) -> str:
 def _training_stage(
     run: RunConfig, name: str, kind: str, entry: str, out: Path, extra: list[str], deps
 ) -> Stage:
-    steps = run.sft.max_steps if kind == "sft" else run.trainer.max_steps
+    key = "sft.max_steps" if kind == "sft" else "trainer.max_steps"
+    steps = _last_int_override(
+        extra, key, run.sft.max_steps if kind == "sft" else run.trainer.max_steps
+    )
     overrides = [
         "eval.in_run=false",
         *extra,
@@ -193,6 +203,15 @@ def _training_stage(
         multiprocess=True,
         exclusive=kind == "sft",
     )
+
+
+def _last_int_override(overrides: Sequence[str], key: str, default: int) -> int:
+    """The value a stage will run with: the last override of ``key`` wins, as in Hydra."""
+    for override in reversed(overrides):
+        name, _, value = override.partition("=")
+        if name.lstrip("+") == key and value.isdigit():
+            return int(value)
+    return default
 
 
 def _grpo_overrides(ctx: PlanContext, arm: str, domains: Sequence[str], seed: int) -> list[str]:
