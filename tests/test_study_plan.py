@@ -268,6 +268,26 @@ def test_dry_run_prints_every_stage_with_command_and_dependencies(tmp_path):
     assert not (tmp_path / "study.json").exists()  # a dry run touches nothing
 
 
+@pytest.mark.parametrize(
+    "override, said",
+    [
+        ("sft.domain_examples.code=10", "+sft.domain_examples.code=10"),  # a new key needs '+'
+        ("trainer.max_steps=many", "trainer.max_steps"),
+    ],
+)
+def test_an_override_that_does_not_compose_is_a_config_error_not_a_traceback(
+    tmp_path, override, said
+):
+    result = subprocess.run(
+        [sys.executable, "-m", "rlvr.study", "experiment=tiny_study", "study.dry_run=true",
+         f"study.out_dir={tmp_path}", override],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "config error" in result.stderr and said in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_dry_run_shows_the_grpo_arms_waiting_for_the_filter_and_reading_its_rows(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "rlvr.study", "experiment=tiny_study", "study.dry_run=true",

@@ -12,6 +12,7 @@ import logging
 import sys
 from pathlib import Path
 
+from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, validate
@@ -96,7 +97,7 @@ def main() -> None:
     )
     try:
         code = run_study(sys.argv[1:])
-    except ConfigError as err:
+    except (ConfigError, HydraException) as err:  # Hydra: an override that does not compose
         log.error("config error: %s", err)
         code = 2
     except Interrupted as err:
