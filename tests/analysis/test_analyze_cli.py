@@ -102,7 +102,8 @@ def test_the_study_plans_an_analyze_stage_before_the_report(tmp_path):
     from rlvr.study.plan import build_plan
 
     argv = ["experiment=tiny_study", f"study.out_dir={tmp_path}", "study.domains=[math,code]",
-            "study.merges=[ties]", "study.stages=[analyze]", "run_name=study"]  # fmt: skip
+            "study.merges=[ties]", "study.stages=[analyze]", "study.seeds=[0]",
+            "run_name=study"]  # fmt: skip
     stages = build_plan(OmegaConf.to_object(compose(argv)))  # type: ignore[arg-type]
     by_name = {s.name: s for s in stages}
     stage = by_name["analyze"]
