@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,8 @@ def run_failure(result: ExecResult) -> Outcome:
         return Outcome(False, "output_limit", "printed more than the output cap; killed")
     if result.status == CRASHED:
         return Outcome(False, "crashed", result.details)
+    if result.signal == signal.SIGXCPU:  # RLIMIT_CPU: a CPU-bound loop meets it with the deadline
+        return Outcome(False, "timeout", "CPU time limit exceeded")
     if result.signal is not None:
         return Outcome(False, "memory" if result.signal in (9, 11) else "exception",
                        f"killed by signal {result.signal}" + _stderr_tail(result))  # fmt: skip
@@ -140,7 +143,7 @@ def values_equal(got: Any, want: Any, tol: float | None = None) -> bool:
 
 
 def judge_stdio(result: ExecResult, expected: str, tol: float | None) -> Outcome:
-    if result.status != "ok":
+    if result.status != "ok" or result.signal is not None:  # stopped, not exited
         return run_failure(result)
     if result.exit_code != 0:
         kind = "memory" if "MemoryError" in result.stderr else "exception"

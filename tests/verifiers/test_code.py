@@ -66,6 +66,21 @@ TABLE = [
     (py("print(0.334)"), HALF, Status.WRONG, 0.0, "expected '0.3333333'"),
     (py("raise ValueError('boom')"), ADD, Status.WRONG, 0.0, "ValueError: boom"),
     (py("while True:\n    pass"), ADD, Status.TIMEOUT, 0.0, "timeout"),
+    # what RLIMIT_CPU sends a loop that spends its CPU seconds before the wall deadline
+    (
+        py("import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)"),
+        ADD,
+        Status.TIMEOUT,
+        0.0,
+        "CPU time limit",
+    ),
+    (
+        py("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)"),
+        ADD,
+        Status.WRONG,
+        0.0,
+        "killed by signal 11",
+    ),
     (py("def add(a, b):\n    return a + b"), CALL, Status.CORRECT, 1.0, ""),
     (
         py("def add(a, b):\n    return a * b"),
