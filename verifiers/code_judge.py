@@ -44,8 +44,8 @@ def run_failure(result: ExecResult) -> Outcome:
     if result.signal == signal.SIGXCPU:  # RLIMIT_CPU: a CPU-bound loop meets it with the deadline
         return Outcome(False, "timeout", "CPU time limit exceeded")
     if result.signal is not None:
-        return Outcome(False, "memory" if result.signal in (9, 11) else "exception",
-                       f"killed by signal {result.signal}" + _stderr_tail(result))  # fmt: skip
+        kind = "memory" if result.signal in (signal.SIGKILL, signal.SIGSEGV) else "exception"
+        return Outcome(False, kind, f"killed by signal {result.signal}" + _stderr_tail(result))
     return Outcome(False, "exception",
                    f"exited with code {result.exit_code} before reporting" + _stderr_tail(result))  # fmt: skip
 

@@ -10,13 +10,22 @@ from __future__ import annotations
 import fcntl
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, validate
-from rlvr.study.commands import command, compose, hash_plan, processes, user_overrides
+from rlvr.study.commands import (
+    command,
+    compose,
+    hash_plan,
+    processes,
+    stage_config,
+    training_steps,
+    user_overrides,
+)
 from rlvr.study.launchers import StageJob, make_launcher, thread_env
 from rlvr.study.manifest import Manifest, reconcile
 from rlvr.study.plan import Stage, build_plan, study_root
@@ -44,9 +53,15 @@ def load_study(argv: list[str]) -> RunConfig:
 
 def plan(argv: list[str]) -> tuple[RunConfig, list[Stage], dict[str, str], dict[str, list[str]]]:
     run = load_study(argv)
-    stages = build_plan(run)
     base = user_overrides(argv)
-    hashes = hash_plan(base, stages)
+    planned = build_plan(run)
+    configs = {s.name: stage_config(base, s) for s in planned}
+    # progress counts the steps each training stage's own config sets (arm overrides included)
+    stages = [
+        replace(s, total_steps=training_steps(configs[s.name], s.kind)) if s.progress_file else s
+        for s in planned
+    ]
+    hashes = hash_plan(stages, configs)
     commands = {s.name: command(s, base, run.study.accelerate) for s in stages}
     return run, stages, hashes, commands
 

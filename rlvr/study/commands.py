@@ -112,12 +112,21 @@ def config_hash(run: RunConfig, stage: Stage, dep_hashes: Mapping[str, str]) -> 
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def hash_plan(base: Sequence[str], stages: Sequence[Stage]) -> dict[str, str]:
+def hash_plan(stages: Sequence[Stage], configs: Mapping[str, RunConfig]) -> dict[str, str]:
     """Config hash of every stage, dependencies first (their hashes enter their dependents')."""
     hashes: dict[str, str] = {}
     for stage in stages:
-        hashes[stage.name] = config_hash(stage_config(base, stage), stage, hashes)
+        hashes[stage.name] = config_hash(configs[stage.name], stage, hashes)
     return hashes
+
+
+def training_steps(run: RunConfig, kind: str) -> int:
+    """The optimizer steps a training stage of ``kind`` runs, read from its composed config."""
+    if kind == "sft":
+        return run.sft.max_steps
+    if kind == "distill" and run.distill.max_steps is not None:
+        return run.distill.max_steps
+    return run.trainer.max_steps
 
 
 def command(stage: Stage, base: Sequence[str], accelerate: str | None) -> list[str]:

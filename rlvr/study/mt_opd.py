@@ -6,8 +6,6 @@ domain's expert of that seed as the domain's teacher.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from rlvr.study.plan import (
     ModelRef,
     PlanContext,
@@ -22,7 +20,6 @@ from rlvr.study.plan import (
 def mt_opd_stages(ctx: PlanContext) -> tuple[list[Stage], list[ModelRef]]:
     """One ``rlvr.distill`` stage per seed; its model is evaluated like every other."""
     run = ctx.run
-    steps = run.distill.max_steps if run.distill.max_steps is not None else run.trainer.max_steps
     stages, models = [], []
     for seed in run.study.seeds:
         experts = {d: ctx.experts[(d, seed)] for d in run.study.domains}
@@ -35,8 +32,7 @@ def mt_opd_stages(ctx: PlanContext) -> tuple[list[Stage], list[ModelRef]]:
             *(f"++distill.teachers.{d}={quote(e.path)}" for d, e in experts.items()),
         ]
         deps = [s for s in (ctx.sft.stage, *(e.stage for e in experts.values())) if s]
-        stage = _training_stage(run, name, "distill", "rlvr.distill", out, overrides, deps)
-        stages.append(replace(stage, total_steps=steps))
+        stages.append(_training_stage(name, "distill", "rlvr.distill", out, overrides, deps))
         models.append(ModelRef(name, str(out / "final"), name))
     return stages, models
 

@@ -31,7 +31,7 @@ class Stage:
     deps: tuple[str, ...]
     out_dir: Path  # the folder the stage writes (cleared when the stage is invalidated)
     outputs: tuple[Path, ...]  # files that exist once the stage's outputs are complete
-    total_steps: int | None = None  # training steps, for progress
+    total_steps: int | None = None  # training steps, for progress (set from the stage's config)
     progress_file: Path | None = None  # metrics.jsonl with a "step" per logged line
     multiprocess: bool = False  # runs under ``accelerate launch`` when the study names a config
     # Runs alone with every core on a local machine: the SFT stage, which gates all the others
@@ -178,13 +178,7 @@ def _domain_option(run: RunConfig, domains: Sequence[str]) -> str:
     return "domains=[" + ",".join(run.study.domain_prefix + d for d in domains) + "]"
 
 
-def _training_stage(
-    run: RunConfig, name: str, kind: str, entry: str, out: Path, extra: list[str], deps
-) -> Stage:
-    key = "sft.max_steps" if kind == "sft" else "trainer.max_steps"
-    steps = _last_int_override(
-        extra, key, run.sft.max_steps if kind == "sft" else run.trainer.max_steps
-    )
+def _training_stage(name: str, kind: str, entry: str, out: Path, extra: list[str], deps) -> Stage:
     overrides = [
         "eval.in_run=false",
         *extra,
@@ -198,20 +192,10 @@ def _training_stage(
         deps=tuple(deps),
         out_dir=out,
         outputs=(out / "final" / "config.json", out / "summary.json"),
-        total_steps=steps,
         progress_file=out / "metrics.jsonl",
         multiprocess=True,
         exclusive=kind == "sft",
     )
-
-
-def _last_int_override(overrides: Sequence[str], key: str, default: int) -> int:
-    """The value a stage will run with: the last override of ``key`` wins, as in Hydra."""
-    for override in reversed(overrides):
-        name, _, value = override.partition("=")
-        if name.lstrip("+") == key and value.isdigit():
-            return int(value)
-    return default
 
 
 def _grpo_overrides(ctx: PlanContext, arm: str, domains: Sequence[str], seed: int) -> list[str]:
@@ -249,9 +233,7 @@ def build_plan(run: RunConfig) -> list[Stage]:
     else:
         out = root / "sft"
         stages.append(
-            _training_stage(
-                run, "sft", "sft", "rlvr.sft", out, [_domain_option(run, s.domains)], []
-            )
+            _training_stage("sft", "sft", "rlvr.sft", out, [_domain_option(run, s.domains)], [])
         )
         sft = ModelRef("sft", str(out / "final"), "sft")
     ctx = PlanContext(run, root, sft, {}, {})
@@ -262,12 +244,12 @@ def build_plan(run: RunConfig) -> list[Stage]:
             name = f"expert-{domain}-seed{seed}"
             out = root / "experts" / f"{domain}-seed{seed}"
             extra = _grpo_overrides(ctx, domain, [domain], seed)
-            stages.append(_training_stage(run, name, "expert", "rlvr.train", out, extra, deps))
+            stages.append(_training_stage(name, "expert", "rlvr.train", out, extra, deps))
             ctx.experts[(domain, seed)] = ModelRef(f"{domain}-seed{seed}", str(out / "final"), name)
         if s.mixed:
             name, out = f"mixed-seed{seed}", root / "mixed" / f"seed{seed}"
             extra = _grpo_overrides(ctx, "mixed", s.domains, seed)
-            stages.append(_training_stage(run, name, "mixed", "rlvr.train", out, extra, deps))
+            stages.append(_training_stage(name, "mixed", "rlvr.train", out, extra, deps))
             ctx.mixed[seed] = ModelRef(f"mixed-seed{seed}", str(out / "final"), name)
     merged = [m for seed in s.seeds for m in _merge_stages(run, ctx, seed, stages)]
     ctx.merges += merged
