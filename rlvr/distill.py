@@ -90,7 +90,13 @@ def distill_student(
     from rlvr.models import load_tokenizer
     from rlvr.rewards.bridge import ErrorBudget, StepTimer, build_reward_functions
     from rlvr.runs import MetricsFileCallback
-    from rlvr.stages import _peft_config, _resume_checkpoint, _sampler_factory, _save_final
+    from rlvr.stages import (
+        _peft_config,
+        _resume_checkpoint,
+        _sampler_factory,
+        _save_final,
+        train_from,
+    )
 
     started = time.perf_counter()
     budget = ErrorBudget(run.trainer.max_infra_error_rate, run.trainer.infra_error_min_samples)
@@ -114,7 +120,7 @@ def distill_student(
         ),
     )
     trainer_ref["trainer"] = trainer
-    trainer.train(resume_from_checkpoint=_resume_checkpoint(run, run_dir))
+    train_from(trainer, _resume_checkpoint(run, run_dir))
     final = run_dir / "final"
     _save_final(trainer, final, run)
     facts = {

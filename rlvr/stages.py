@@ -216,7 +216,7 @@ def grpo(
     trainer_ref["trainer"] = trainer
     # read now: the trainer resets accelerate's state when it finishes
     parallel = trainer.accelerator.distributed_type.value
-    trainer.train(resume_from_checkpoint=_resume_checkpoint(run, run_dir))
+    train_from(trainer, _resume_checkpoint(run, run_dir))
     final = run_dir / "final"
     _save_final(trainer, final, run)
     facts = {
@@ -285,6 +285,36 @@ def _resume_checkpoint(run: RunConfig, run_dir: Path) -> str | bool | None:
         return None
     log.info("resuming from %s", ckpt)
     return str(ckpt)
+
+
+def train_from(trainer, checkpoint: str | None) -> None:
+    """``trainer.train`` from ``checkpoint``, except that a checkpoint already at ``max_steps``
+    (a run killed between its last save and its final model) is loaded, not trained on: the
+    Trainer would run one step past it whenever ``max_steps`` is not a whole number of epochs."""
+    if checkpoint is None or not _is_last_step(checkpoint, trainer.args.max_steps):
+        trainer.train(resume_from_checkpoint=checkpoint)
+        return
+    if trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled:
+        # sharded weights load only into the wrapped model, which exists inside train()
+        log.warning("%s holds the last step; sharded resume may train one more", checkpoint)
+        trainer.train(resume_from_checkpoint=checkpoint)
+        return
+    from transformers.trainer_callback import TrainerState
+
+    log.info(
+        "%s holds the last step (%d): loading it, nothing left to train",
+        checkpoint,
+        trainer.args.max_steps,
+    )
+    trainer._load_from_checkpoint(checkpoint)
+    trainer.state = TrainerState.load_from_json(str(Path(checkpoint) / "trainer_state.json"))
+
+
+def _is_last_step(checkpoint: str, max_steps: int) -> bool:
+    import json
+
+    state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())
+    return max_steps > 0 and int(state.get("global_step", 0)) >= max_steps
 
 
 def _save_final(trainer, final: Path, run: RunConfig) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -197,3 +198,25 @@ def test_a_requeued_slurm_job_resumes_without_being_told(tmp_path):
     assert (
         "SLURM requeued this job (restart 1): resuming" in (tmp_path / "requeued.log").read_text()
     )
+
+
+def test_a_run_killed_after_its_last_checkpoint_resumes_without_another_step(tmp_path):
+    """Killed between its last checkpoint and its final model, a run resumed from that
+    checkpoint trains nothing more: the final weights are the checkpoint's. (6 steps are not
+    whole epochs of 5, where the Trainer on its own would have run a step 7.)"""
+    overrides, _ = MIXTURES["natural"]
+    cache = tmp_path / "cache"
+    overrides = [*overrides, f"init_from={guessing_model(cache, tmp_path / 'start')}"]
+    root = tmp_path / "run"
+    finish(start(root, cache, *overrides), root)
+    folder = run_dir(root)
+    (tmp_path / "first").mkdir()
+    shutil.move(folder / "final", tmp_path / "first" / "final")
+    (folder / "summary.json").unlink()
+    before = records(folder)
+
+    finish(start(root, cache, *overrides, "resume=true"), root)
+    assert records(folder) == before, "the resumed run generated for a step past max_steps"
+    assert final_weights_equal(tmp_path / "first", folder)
+    assert json.loads((folder / "summary.json").read_text())["rl"]["steps"] == MAX_STEPS
+    assert "holds the last step" in (tmp_path / "run.log").read_text()
