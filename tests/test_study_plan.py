@@ -271,7 +271,7 @@ def test_dry_run_prints_every_stage_with_command_and_dependencies(tmp_path):
 @pytest.mark.parametrize(
     "override, said",
     [
-        ("sft.domain_examples.code=10", "+sft.domain_examples.code=10"),  # a new key needs '+'
+        ("sft.domain_examples.math=10", "+sft.domain_examples.math=10"),  # a new key needs "+"
         ("trainer.max_steps=many", "trainer.max_steps"),
     ],
 )
