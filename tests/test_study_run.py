@@ -289,3 +289,19 @@ def test_cancel_stops_ranks_that_left_the_stage_session(tmp_path):
     beats = [(out / f"rank{i}").read_text() for i in range(2)]
     time.sleep(0.3)
     assert beats == [(out / f"rank{i}").read_text() for i in range(2)]  # nobody writes any more
+
+
+def test_the_largest_ready_stage_starts_first_and_equal_ones_in_plan_order(tmp_path):
+    """The longest arm (the mixed one) must not be the last to begin, or it alone sets the
+    study's wall time; stages of equal size keep the plan's order."""
+    from dataclasses import replace
+
+    sizes = {"small": 10, "first_zero": 0, "large": 1000, "second_zero": 0, "medium": 100}
+    jobs = []
+    for name, work in sizes.items():
+        job = fake_stage(tmp_path, name, seconds=0.2)
+        jobs.append(replace(job, stage=replace(job.stage, work=work)))
+    status, _ = run(tmp_path, jobs, LocalLauncher(jobs=1))
+    assert set(status.values()) == {"done"}
+    started = sorted(sizes, key=lambda n: times(tmp_path, n)[0])
+    assert started == ["large", "medium", "small", "first_zero", "second_zero"]

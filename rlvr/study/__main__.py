@@ -22,6 +22,7 @@ from rlvr.study.commands import (
     compose,
     hash_plan,
     processes,
+    sampled_tokens,
     stage_config,
     training_steps,
     user_overrides,
@@ -58,7 +59,13 @@ def plan(argv: list[str]) -> tuple[RunConfig, list[Stage], dict[str, str], dict[
     configs = {s.name: stage_config(base, s) for s in planned}
     # progress counts the steps each training stage's own config sets (arm overrides included)
     stages = [
-        replace(s, total_steps=training_steps(configs[s.name], s.kind)) if s.progress_file else s
+        replace(
+            s,
+            total_steps=training_steps(configs[s.name], s.kind),
+            work=sampled_tokens(configs[s.name], s.kind),
+        )
+        if s.progress_file
+        else s
         for s in planned
     ]
     hashes = hash_plan(stages, configs)

@@ -129,6 +129,15 @@ def training_steps(run: RunConfig, kind: str) -> int:
     return run.trainer.max_steps
 
 
+def sampled_tokens(run: RunConfig, kind: str) -> int:
+    """Completion tokens a GRPO stage may sample: the scheduler's size of the stage."""
+    if kind not in ("expert", "mixed"):
+        return 0
+    a = run.algo
+    per_step = a.prompts_per_step * a.num_generations * a.max_completion_length
+    return training_steps(run, kind) * per_step
+
+
 def command(stage: Stage, base: Sequence[str], accelerate: str | None) -> list[str]:
     """argv of the stage: ``python -m <entry>`` or, for training with a config named,
     ``accelerate launch --config_file conf/accelerate/<name>.yaml -m <entry>``."""

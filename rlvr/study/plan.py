@@ -33,6 +33,9 @@ class Stage:
     outputs: tuple[Path, ...]  # files that exist once the stage's outputs are complete
     total_steps: int | None = None  # training steps, for progress (set from the stage's config)
     progress_file: Path | None = None  # metrics.jsonl with a "step" per logged line
+    # completion tokens the stage may sample (steps x prompts x samples x budget): among the
+    # stages ready at once the largest starts first, so the longest arm is not the last to begin
+    work: int = 0
     multiprocess: bool = False  # runs under ``accelerate launch`` when the study names a config
     # Runs alone with every core on a local machine: the SFT stage, which gates all the others
     # (sharing the cores with the base model's evaluation would leave one idle after it).

@@ -90,7 +90,7 @@ def _startable(stages: Sequence[Stage], status: Mapping[str, str], launcher: Lau
 
 def _start_ready(stages, status, running, jobs, launcher: Launcher, manifest: Manifest) -> None:
     by_name = {s.name: s for s in stages}
-    for stage in stages:
+    for stage in sorted(stages, key=lambda s: -s.work):  # largest first; ties in plan order
         if len(running) >= launcher.capacity:
             return
         if not _ready(stage, status, launcher):
