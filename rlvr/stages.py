@@ -291,7 +291,11 @@ def train_from(trainer, checkpoint: str | None) -> None:
     """``trainer.train`` from ``checkpoint``, except that a checkpoint already at ``max_steps``
     (a run killed between its last save and its final model) is loaded, not trained on: the
     Trainer would run one step past it whenever ``max_steps`` is not a whole number of epochs."""
-    if checkpoint is None or not _is_last_step(checkpoint, trainer.args.max_steps):
+    from transformers.trainer_callback import TrainerState
+
+    max_steps = trainer.args.max_steps
+    state = checkpoint and TrainerState.load_from_json(f"{checkpoint}/trainer_state.json")
+    if not state or max_steps <= 0 or state.global_step < max_steps:
         trainer.train(resume_from_checkpoint=checkpoint)
         return
     if trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled:
@@ -299,22 +303,11 @@ def train_from(trainer, checkpoint: str | None) -> None:
         log.warning("%s holds the last step; sharded resume may train one more", checkpoint)
         trainer.train(resume_from_checkpoint=checkpoint)
         return
-    from transformers.trainer_callback import TrainerState
-
     log.info(
-        "%s holds the last step (%d): loading it, nothing left to train",
-        checkpoint,
-        trainer.args.max_steps,
+        "%s holds the last step (%d): loading it, nothing left to train", checkpoint, max_steps
     )
     trainer._load_from_checkpoint(checkpoint)
-    trainer.state = TrainerState.load_from_json(str(Path(checkpoint) / "trainer_state.json"))
-
-
-def _is_last_step(checkpoint: str, max_steps: int) -> bool:
-    import json
-
-    state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())
-    return max_steps > 0 and int(state.get("global_step", 0)) >= max_steps
+    trainer.state = state
 
 
 def _save_final(trainer, final: Path, run: RunConfig) -> None:

@@ -47,6 +47,7 @@ def run_stages(
             manifest.entries[s.name]["status"] = "skipped"
     manifest.save()
     running: dict[str, tuple[Any, float]] = {}
+    start_order = sorted(stages, key=lambda s: -s.work)  # largest first; ties in plan order
     previous = {signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
 
     def stop(signum, frame):  # noqa: ARG001
@@ -56,7 +57,7 @@ def run_stages(
     try:
         while True:
             _block_dependents(stages, status, running, launcher, manifest)
-            _start_ready(stages, status, running, jobs, launcher, manifest)
+            _start_ready(start_order, status, running, jobs, launcher, manifest)
             for name, (handle, started) in list(running.items()):
                 code = launcher.poll(handle)
                 if code is not None:
@@ -89,8 +90,9 @@ def _startable(stages: Sequence[Stage], status: Mapping[str, str], launcher: Lau
 
 
 def _start_ready(stages, status, running, jobs, launcher: Launcher, manifest: Manifest) -> None:
+    """Start ready stages in the given order (``run_stages`` passes the largest first)."""
     by_name = {s.name: s for s in stages}
-    for stage in sorted(stages, key=lambda s: -s.work):  # largest first; ties in plan order
+    for stage in stages:
         if len(running) >= launcher.capacity:
             return
         if not _ready(stage, status, launcher):
