@@ -111,13 +111,21 @@ class RLVRGRPOTrainer(GRPOTrainer):
     ``async/staleness``). The overrides are the sampler, ``get_batch_samples`` (to see the
     next step's batch), ``_generate_single_turn`` (to serve the batch sampled ahead, or to run
     agent rollouts as whole KV-cached episodes, ``rlvr.tool_loop``), ``_tool_call_loop`` (to
-    hand those episodes over in TRL's shapes) and the checkpoint save/load of the batch held
-    ahead."""
+    hand those episodes over in TRL's shapes), ``_get_per_token_logps_and_entropies`` (with
+    ``trim_padding``, the log-prob forward in length-sorted chunks cut to their rows' columns,
+    ``rlvr.trimmed_forward``) and the checkpoint save/load of the batch held ahead."""
 
     def __init__(
-        self, *args, sampler_factory=None, async_generation=False, tool_episodes=True, **kwargs
+        self,
+        *args,
+        sampler_factory=None,
+        async_generation=False,
+        tool_episodes=True,
+        trim_padding=True,
+        **kwargs,
     ):
         self._sampler_factory = sampler_factory
+        self._trim_padding = trim_padding  # decided against the model once it is built
         self.tool_episodes = tool_episodes  # agent rollouts as KV-cached episodes (rlvr.tool_loop)
         self._first_turn = False
         self._rollouts = None  # (prompt ids, episodes) of the batch, for _tool_call_loop
@@ -129,6 +137,46 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self._ahead: list = []  # dataloader batches taken early from ``_ahead_source``
         self._ahead_source = None
         self._next_batch = None  # the next step's generation batch, once seen
+        self._trim_padding = self._trim_padding and self._can_trim_padding()
+
+    def _can_trim_padding(self) -> bool:
+        """One process (ranks that ran different numbers of chunked forwards would desynchronise
+        FSDP's and DDP's collectives) and a rotary model (``rlvr.trimmed_forward``)."""
+        from rlvr.trimmed_forward import trimmable
+
+        return self.accelerator.num_processes == 1 and trimmable(self.model)
+
+    def _get_per_token_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        **inputs,
+    ):
+        parent = super()._get_per_token_logps_and_entropies
+        if (
+            not self._trim_padding
+            or compute_aux_loss
+            or any(v is not None for v in inputs.values())
+        ):
+            return parent(
+                model, input_ids, attention_mask, logits_to_keep, batch_size,
+                compute_entropy, compute_aux_loss, **inputs,
+            )  # fmt: skip
+        from rlvr.trimmed_forward import CHUNK_OVERHEAD_TOKENS, chunked_logps
+
+        def forward(ids, mask, kept):
+            return parent(model, ids, mask, kept, compute_entropy=compute_entropy)
+
+        overhead = CHUNK_OVERHEAD_TOKENS["cpu" if input_ids.device.type == "cpu" else "other"]
+        logps, entropies, _ = chunked_logps(
+            forward, input_ids, attention_mask, logits_to_keep, batch_size, overhead
+        )
+        return logps, entropies, None
 
     def _get_train_sampler(self, dataset=None):
         if self._sampler_factory is None:

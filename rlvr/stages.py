@@ -211,6 +211,7 @@ def grpo(
         sampler_factory=_sampler_factory(run, dataset),
         async_generation=run.trainer.async_generation,
         tool_episodes=run.trainer.tool_episodes,
+        trim_padding=run.trainer.trim_padding,
         **trainer_kwargs(dataset["environment"]),  # agent rows: TRL's environment_factory
     )
     trainer_ref["trainer"] = trainer

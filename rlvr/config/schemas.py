@@ -200,6 +200,10 @@ class TrainerConfig:
     # Agent rollouts run as whole episodes with KV caches kept across turns (rlvr.tool_loop);
     # false: TRL's own tool loop, which re-encodes the conversation for every turn.
     tool_episodes: bool = True
+    # The policy's log-prob forward in length-sorted chunks cut to the columns their rows use
+    # (rlvr.trimmed_forward): same log-probs, no padding to the batch's longest row. Single
+    # process, rotary models; false: TRL's one padded forward.
+    trim_padding: bool = True
     log_completions: bool = True
     num_completions_to_print: int = 0
     max_infra_error_rate: float = 0.05  # abort when verifier/infra errors exceed this share

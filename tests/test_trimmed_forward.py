@@ -1,0 +1,160 @@
+"""GRPO's log-prob forward in length-sorted, padding-trimmed chunks (rlvr.trimmed_forward)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+import torch
+
+from rlvr import tiny_model
+from rlvr.trimmed_forward import chunked_logps, plan_chunks, trimmable
+
+
+def padded_batch(seed: int, rows: int, prompt_width: int, completion_width: int):
+    """Left-padded prompts and right-padded completions of random lengths, as TRL builds them
+    (a few rows with an empty completion)."""
+    rng = random.Random(seed)
+    ids = torch.zeros(rows, prompt_width + completion_width, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for r in range(rows):
+        p = rng.randint(1, prompt_width)
+        c = 0 if rng.random() < 0.1 else rng.randint(1, completion_width)
+        span = slice(prompt_width - p, prompt_width + c)
+        mask[r, span] = 1
+        ids[r, span] = torch.tensor([rng.randint(5, 60) for _ in range(p + c)])
+    return ids, mask
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_row_lands_in_one_chunk_holding_all_its_real_tokens(seed):
+    rng = random.Random(seed)
+    rows, prompt_width = rng.randint(1, 70), rng.randint(1, 40)
+    ids, mask = padded_batch(seed, rows, prompt_width, rng.randint(1, 60))
+    max_rows = rng.choice([None, 3, 16])
+    chunks = plan_chunks(mask, prompt_width, max_rows)
+    seen = torch.cat([c.rows for c in chunks])
+    assert sorted(seen.tolist()) == list(range(rows))
+    for chunk in chunks:
+        assert chunk.start <= prompt_width - 1 < prompt_width < chunk.stop <= ids.size(1)
+        assert max_rows is None or chunk.rows.numel() <= max_rows
+        outside = mask[chunk.rows].clone()
+        outside[:, chunk.start : chunk.stop] = 0
+        assert not outside.any()  # no real token is cut off
+
+
+def test_a_mixed_batch_is_cut_into_chunks_that_drop_most_padding():
+    # 192 short rows (math-like) and 64 long ones (agent-like), shuffled
+    prompt_width, completion_width = 60, 140
+    mask = torch.zeros(256, prompt_width + completion_width, dtype=torch.long)
+    mask[:192, prompt_width - 12 : prompt_width + 30] = 1
+    mask[192:, : prompt_width + completion_width] = 1
+    mask = mask[torch.randperm(256, generator=torch.Generator().manual_seed(0))]
+    chunks = plan_chunks(mask, prompt_width)
+    padded = sum(c.rows.numel() * (c.stop - c.start) for c in chunks)
+    assert len(chunks) == 2  # the short rows, then the long ones
+    assert padded == mask.sum()  # nothing but real tokens
+
+
+def logps_and_entropy(model):
+    """A plain forward standing in for TRL's fused head: the log-prob of each kept token and
+    the entropy of the distribution that predicted it."""
+
+    def forward(ids, mask, kept):
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, -kept - 1 : -1]
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        token = logp.gather(-1, ids[:, -kept:, None]).squeeze(-1)
+        return token, -(logp.exp() * logp).sum(-1), None
+
+    return forward
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_trimmed_chunks_give_the_padded_forwards_log_probs_and_gradients(tiny_model_dir, seed):
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    assert trimmable(model)
+    prompt_width, completion_width = 30, 50
+    ids, mask = padded_batch(seed, 40, prompt_width, completion_width)
+    forward = logps_and_entropy(model)
+    real = mask[:, prompt_width:].bool()
+
+    full, full_entropy, _ = forward(ids, mask, completion_width)
+    loss_full = (full * real).sum()
+    grads_full = torch.autograd.grad(loss_full, list(model.parameters()))
+
+    ours, ours_entropy, extras = chunked_logps(forward, ids, mask, completion_width)
+    assert len(extras) > 1  # the batch was cut
+    torch.testing.assert_close(ours[real], full[real], atol=2e-5, rtol=1e-4)
+    torch.testing.assert_close(ours_entropy[real], full_entropy[real], atol=2e-5, rtol=1e-4)
+    grads_ours = torch.autograd.grad((ours * real).sum(), list(model.parameters()))
+    for a, b in zip(grads_ours, grads_full, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-3)
+
+
+def test_absolute_position_models_stay_on_the_padded_forward():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=64, bos_token_id=0)
+    config.eos_token_id = 0
+    assert not trimmable(GPT2LMHeadModel(config))
+
+
+def test_the_grpo_trainer_loss_and_gradients_are_unchanged_by_trimming(tiny_model_dir, tmp_path):
+    """TRL's own loss over one padded batch, with the policy forward trimmed and not: the same
+    loss and the same gradient (with one update per batch the loss value alone is blind to the
+    log-probs; the gradient is not). In float64: the gradient sums per-token terms of both
+    signs, so float32's rounding, different for different shapes, leaves a 1% difference."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from trl import GRPOConfig
+
+    from rlvr.grpo import RLVRGRPOTrainer
+
+    prompt_width, completion_width, rows = 24, 60, 32
+    ids, mask = padded_batch(7, rows, prompt_width, completion_width)
+    inputs = {
+        "prompt_ids": ids[:, :prompt_width],
+        "prompt_mask": mask[:, :prompt_width],
+        "completion_ids": ids[:, prompt_width:],
+        "completion_mask": mask[:, prompt_width:],
+        "advantages": torch.linspace(-1, 1, rows, dtype=torch.float64),
+        "num_items_in_batch": mask[:, prompt_width:].sum(),
+    }
+    losses, grads, forwards = {}, {}, {}
+    for trim in (True, False):
+        trainer = RLVRGRPOTrainer(
+            model=AutoModelForCausalLM.from_pretrained(tiny_model_dir).double(),
+            processing_class=tiny_model.build_tokenizer(),
+            reward_funcs=[lambda completions, **kwargs: [0.0] * len(completions)],
+            args=GRPOConfig(
+                output_dir=str(tmp_path / str(trim)),
+                per_device_train_batch_size=rows,
+                num_generations=4,
+                max_completion_length=completion_width,
+                beta=0.0,
+                report_to=[],
+                use_cpu=True,
+                save_strategy="no",
+                seed=0,
+            ),  # fmt: skip
+            train_dataset=Dataset.from_list([{"prompt": "Compute 1+2."}] * rows),
+            trim_padding=trim,
+        )
+        assert trainer._trim_padding is trim
+        trainer.model.train()
+        trainer.current_gradient_accumulation_steps = 1  # set by the training loop
+        calls = []
+        trainer.model.register_forward_hook(lambda *args, seen=calls: seen.append(1))
+        losses[trim] = trainer._compute_loss(trainer.model, dict(inputs))
+        losses[trim].backward()
+        grads[trim] = [p.grad.clone() for p in trainer.model.parameters()]
+        forwards[trim] = len(calls)
+    assert forwards[True] > 1 and forwards[False] == 1
+    torch.testing.assert_close(losses[True], losses[False], atol=1e-6, rtol=1e-5)
+    for a, b in zip(grads[True], grads[False], strict=True):
+        assert (a - b).norm() <= 1e-5 * b.norm()
