@@ -111,9 +111,9 @@ class RLVRGRPOTrainer(GRPOTrainer):
     ``async/staleness``). The overrides are the sampler, ``get_batch_samples`` (to see the
     next step's batch), ``_generate_single_turn`` (to serve the batch sampled ahead, or to run
     agent rollouts as whole KV-cached episodes, ``rlvr.tool_loop``), ``_tool_call_loop`` (to
-    hand those episodes over in TRL's shapes), ``_get_per_token_logps_and_entropies`` (with
-    ``trim_padding``, the log-prob forward in length-sorted chunks cut to their rows' columns,
-    ``rlvr.trimmed_forward``) and the checkpoint save/load of the batch held ahead."""
+    hand those episodes over in TRL's shapes), ``_get_per_token_logps_and_entropies`` (the
+    log-prob forward in length-sorted chunks cut to their rows' columns, each distinct prompt
+    encoded once: ``trim_padding``, ``share_prompts``, ``rlvr.trimmed_forward``) and the checkpoint save/load of the batch held ahead."""
 
     def __init__(
         self,
@@ -122,10 +122,10 @@ class RLVRGRPOTrainer(GRPOTrainer):
         async_generation=False,
         tool_episodes=True,
         trim_padding=True,
+        share_prompts=True,
         **kwargs,
     ):
         self._sampler_factory = sampler_factory
-        self._trim_padding = trim_padding  # decided against the model once it is built
         self.tool_episodes = tool_episodes  # agent rollouts as KV-cached episodes (rlvr.tool_loop)
         self._first_turn = False
         self._rollouts = None  # (prompt ids, episodes) of the batch, for _tool_call_loop
@@ -137,14 +137,18 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self._ahead: list = []  # dataloader batches taken early from ``_ahead_source``
         self._ahead_source = None
         self._next_batch = None  # the next step's generation batch, once seen
-        self._trim_padding = self._trim_padding and self._can_trim_padding()
+        self._lean_forward = self._build_lean_forward(trim_padding, share_prompts)
 
-    def _can_trim_padding(self) -> bool:
-        """One process (ranks that ran different numbers of chunked forwards would desynchronise
-        FSDP's and DDP's collectives) and a rotary model (``rlvr.trimmed_forward``)."""
-        from rlvr.trimmed_forward import trimmable
+    def _build_lean_forward(self, trim: bool, share: bool):
+        """The cheaper log-prob forward (``rlvr.trimmed_forward``), or None for TRL's: it needs
+        one process (ranks running different numbers of chunk forwards would desynchronise
+        FSDP's and DDP's collectives), and trimming needs a rotary model."""
+        from rlvr.trimmed_forward import LeanForward, trimmable
 
-        return self.accelerator.num_processes == 1 and trimmable(self.model)
+        if self.accelerator.num_processes > 1:
+            return None
+        trim = trim and trimmable(self.model)
+        return LeanForward(trim, share, self.accelerator.autocast) if trim or share else None
 
     def _get_per_token_logps_and_entropies(
         self,
@@ -158,37 +162,15 @@ class RLVRGRPOTrainer(GRPOTrainer):
         **inputs,
     ):
         parent = super()._get_per_token_logps_and_entropies
-        if (
-            not self._trim_padding
-            or compute_aux_loss
-            or any(v is not None for v in inputs.values())
-        ):
+        lean = self._lean_forward
+        if lean is None or compute_aux_loss or any(v is not None for v in inputs.values()):
             return parent(
                 model, input_ids, attention_mask, logits_to_keep, batch_size,
                 compute_entropy, compute_aux_loss, **inputs,
             )  # fmt: skip
-        from rlvr.trimmed_forward import CHUNK_OVERHEAD_TOKENS, chunked_logps
-
-        def forward(ids, mask, kept):
-            return parent(model, ids, mask, kept, compute_entropy=compute_entropy)
-
-        overhead = CHUNK_OVERHEAD_TOKENS["cpu" if input_ids.device.type == "cpu" else "other"]
-        logps, entropies, _ = chunked_logps(
-            forward, input_ids, attention_mask, logits_to_keep, batch_size, overhead
+        return lean(
+            model, parent, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy
         )
-        return logps, entropies, None
-
-    def _get_train_sampler(self, dataset=None):
-        if self._sampler_factory is None:
-            return super()._get_train_sampler(dataset)
-        repeat = self.num_iterations * self.args.steps_per_generation
-        self.mixture_sampler = self._sampler_factory(
-            mini_repeat_count=self.num_generations,
-            batch_size=self.args.generation_batch_size // self.num_generations,
-            repeat_count=repeat,
-            steps_per_batch=max(1, repeat // self.args.gradient_accumulation_steps),
-        )
-        return self.mixture_sampler
 
     def _generate_and_score_completions(self, inputs):
         training = self.model.training

@@ -10,11 +10,14 @@ dropped is padding in every row of its chunk, which attention masks anyway, and 
 embeddings depend only on the distance between two tokens, so dropping leading columns shifts
 every position of a row by the same amount and changes no attention score. Models with absolute
 position embeddings would see different positions; ``trimmable`` keeps them on TRL's path.
+``LeanForward`` is what the trainer calls: these chunks, each scored with its distinct prompts
+encoded once (``rlvr.shared_prompt``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import torch
@@ -53,36 +56,52 @@ def plan_chunks(
     prompt_width: int,
     max_rows: int | None = None,
     overhead_tokens: int = CHUNK_OVERHEAD_TOKENS["cpu"],
+    groups: torch.Tensor | None = None,
 ) -> list[Chunk]:
     """Rows sorted by the span of their real tokens, cut into consecutive chunks that minimise
     the padded tokens computed plus ``overhead_tokens`` a chunk (an exact dynamic programme over
-    the sorted rows). A chunk keeps the columns from its earliest real token to its latest, at
-    least the prompt's last column (it predicts the first completion token) and one completion
-    column."""
+    the sorted rows). ``groups`` (a group id per row: the rows that share a prompt) keeps each
+    group in one chunk, groups sorted by their span, unless a group alone exceeds ``max_rows``.
+    A chunk keeps the columns from its earliest real token to its latest, at least the prompt's
+    last column (it predicts the first completion token) and one completion column."""
     real = attention_mask.bool()
     rows, width = real.shape
     has_any = real.any(dim=1)
     first = torch.where(has_any, real.int().argmax(dim=1), prompt_width - 1)
     last = torch.where(has_any, width - 1 - real.flip(1).int().argmax(dim=1), prompt_width)
     first, last = first.clamp(max=prompt_width - 1), last.clamp(min=prompt_width)
-    order = torch.argsort(last - first, stable=True)
-    lo_of, hi_of = first[order].tolist(), last[order].tolist()
     limit = max_rows or rows
-    # cost[j]: the cheapest cut of the first j sorted rows; cut_at[j]: where its last chunk starts
-    cost, cut_at = [0] + [float("inf")] * rows, [0] * (rows + 1)
-    for j in range(1, rows + 1):
-        lo, hi = width, -1
-        for i in range(j - 1, max(j - limit, 0) - 1, -1):  # the last chunk is rows i..j-1
-            lo, hi = min(lo, lo_of[i]), max(hi, hi_of[i])
-            total = cost[i] + (j - i) * (hi - lo + 1) + overhead_tokens
+    units = _units(first, last, groups, limit)
+    lo_of = [int(first[u].min()) for u in units]
+    hi_of = [int(last[u].max()) for u in units]
+    size_of = [u.numel() for u in units]
+    # cost[j]: the cheapest cut of the first j units; cut_at[j]: where its last chunk starts
+    cost, cut_at = [0] + [float("inf")] * len(units), [0] * (len(units) + 1)
+    for j in range(1, len(units) + 1):
+        lo, hi, size = width, -1, 0
+        for i in range(j - 1, -1, -1):  # the last chunk is units i..j-1
+            lo, hi, size = min(lo, lo_of[i]), max(hi, hi_of[i]), size + size_of[i]
+            if size > limit:
+                break
+            total = cost[i] + size * (hi - lo + 1) + overhead_tokens
             if total < cost[j]:
                 cost[j], cut_at[j] = total, i
-    chunks, j = [], rows
+    chunks, j = [], len(units)
     while j > 0:
-        part = order[cut_at[j] : j]
+        part = torch.cat(units[cut_at[j] : j])
         chunks.append(Chunk(part, int(first[part].min()), int(last[part].max()) + 1))
         j = cut_at[j]
     return chunks[::-1]
+
+
+def _units(
+    first: torch.Tensor, last: torch.Tensor, groups: torch.Tensor | None, limit: int
+) -> list[torch.Tensor]:
+    """What a chunk is cut from, in span order: each row, or each group of rows."""
+    if groups is not None and int(torch.bincount(groups).max()) <= limit:
+        members = [torch.nonzero(groups == g).flatten() for g in torch.unique(groups)]
+        return sorted(members, key=lambda m: int(last[m].max() - first[m].min()))
+    return list(torch.argsort(last - first, stable=True).split(1))
 
 
 def chunked_logps(
@@ -92,12 +111,13 @@ def chunked_logps(
     logits_to_keep: int,
     max_rows: int | None = None,
     overhead_tokens: int = CHUNK_OVERHEAD_TOKENS["cpu"],
+    groups: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None, list]:
     """``forward`` over each chunk of ``plan_chunks``; per-token log-probs and entropies put
     back in the batch's row order and padded to ``logits_to_keep`` columns with zeros (those
     positions are padding, masked by the loss). Also returns each chunk's third output."""
     prompt_width = input_ids.size(1) - logits_to_keep
-    chunks = plan_chunks(attention_mask, prompt_width, max_rows, overhead_tokens)
+    chunks = plan_chunks(attention_mask, prompt_width, max_rows, overhead_tokens, groups)
     logps, entropies, extras = [], [], []
     for chunk in chunks:
         ids = input_ids[chunk.rows, chunk.start : chunk.stop]
@@ -112,3 +132,60 @@ def chunked_logps(
     all_logps = torch.cat(logps)[inverse]
     all_entropies = torch.cat(entropies)[inverse] if entropies else None
     return all_logps, all_entropies, extras
+
+
+@dataclass(frozen=True)
+class LeanForward:
+    """TRL's per-token log-prob forward, in trimmed chunks (``trim``) and with each distinct
+    prompt of a chunk encoded once (``share``); ``parent`` is TRL's own forward, used for any
+    chunk that sharing does not fit."""
+
+    trim: bool
+    share: bool
+    autocast: Callable[[], AbstractContextManager]
+
+    def __call__(
+        self,
+        model: torch.nn.Module,
+        parent: Callable,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_to_keep: int,
+        batch_size: int | None,
+        compute_entropy: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, None]:
+        from rlvr.shared_prompt import shared_prompt_logps
+
+        share = self.share and not _checkpointing(model)
+
+        def forward(ids: torch.Tensor, mask: torch.Tensor, kept: int):
+            shared = share and shared_prompt_logps(
+                model, ids, mask, kept, compute_entropy, self.autocast
+            )
+            return shared or parent(model, ids, mask, kept, compute_entropy=compute_entropy)
+
+        if self.trim:
+            device = "cpu" if input_ids.device.type == "cpu" else "other"
+            width = input_ids.size(1) - logits_to_keep
+            prompts = torch.cat([input_ids[:, :width], attention_mask[:, :width]], dim=1)
+            groups = torch.unique(prompts, dim=0, return_inverse=True)[1] if share else None
+            logps, entropies, _ = chunked_logps(
+                forward, input_ids, attention_mask, logits_to_keep, batch_size,
+                CHUNK_OVERHEAD_TOKENS[device], groups,
+            )  # fmt: skip
+            return logps, entropies, None
+        size = batch_size or input_ids.size(0)  # TRL's own chunks, in order, untrimmed
+        parts = [
+            forward(input_ids[i : i + size], attention_mask[i : i + size], logits_to_keep)
+            for i in range(0, input_ids.size(0), size)
+        ]
+        entropies = torch.cat([p[1] for p in parts]) if compute_entropy else None
+        return torch.cat([p[0] for p in parts]), entropies, None
+
+
+def _checkpointing(model: torch.nn.Module) -> bool:
+    """Activation checkpointing is on (the model then returns no KV cache in training)."""
+    for name in ("is_activation_checkpointing", "is_gradient_checkpointing"):
+        if hasattr(type(model), name) or name in getattr(model, "__dict__", {}):
+            return bool(getattr(model, name))
+    return bool(getattr(model, "is_gradient_checkpointing", False))

@@ -103,11 +103,18 @@ def test_absolute_position_models_stay_on_the_padded_forward():
     assert not trimmable(GPT2LMHeadModel(config))
 
 
-def test_the_grpo_trainer_loss_and_gradients_are_unchanged_by_trimming(tiny_model_dir, tmp_path):
-    """TRL's own loss over one padded batch, with the policy forward trimmed and not: the same
-    loss and the same gradient (with one update per batch the loss value alone is blind to the
-    log-probs; the gradient is not). In float64: the gradient sums per-token terms of both
-    signs, so float32's rounding, different for different shapes, leaves a 1% difference."""
+def grouped_batch(seed: int, prompts: int, group: int, prompt_width: int, completion_width: int):
+    """``padded_batch`` with every prompt repeated for ``group`` completions, as GRPO samples."""
+    ids, mask = padded_batch(seed, prompts * group, prompt_width, completion_width)
+    first = torch.arange(prompts).repeat_interleave(group) * group
+    ids[:, :prompt_width] = ids[first, :prompt_width]
+    mask[:, :prompt_width] = mask[first, :prompt_width]
+    mask[:, prompt_width - 1] = 1  # every prompt at least one token long, as in TRL
+    ids[:, prompt_width - 1] = ids[first, prompt_width - 1].clamp(min=5)
+    return ids, mask
+
+
+def grpo_trainer(model_dir, out, rows: int, completion_width: int, trim: bool, share: bool):
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
@@ -115,8 +122,40 @@ def test_the_grpo_trainer_loss_and_gradients_are_unchanged_by_trimming(tiny_mode
 
     from rlvr.grpo import RLVRGRPOTrainer
 
+    trainer = RLVRGRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(model_dir).double(),
+        processing_class=tiny_model.build_tokenizer(),
+        reward_funcs=[lambda completions, **kwargs: [0.0] * len(completions)],
+        args=GRPOConfig(
+            output_dir=str(out),
+            per_device_train_batch_size=rows,
+            num_generations=4,
+            max_completion_length=completion_width,
+            beta=0.0,
+            report_to=[],
+            use_cpu=True,
+            save_strategy="no",
+            seed=0,
+        ),  # fmt: skip
+        train_dataset=Dataset.from_list([{"prompt": "Compute 1+2."}] * rows),
+        trim_padding=trim,
+        share_prompts=share,
+    )
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1  # set by the training loop
+    return trainer
+
+
+def test_the_grpo_loss_and_gradient_are_unchanged_by_trimming_and_shared_prompts(
+    tiny_model_dir, tmp_path
+):
+    """TRL's own loss over one GRPO batch (8 prompts x 4 completions), with the policy forward
+    trimmed, sharing prompts, both, and neither (TRL's path): the same loss and the same
+    gradient (with one update per batch the loss value alone is blind to the log-probs; the
+    gradient is not). In float64: the gradient sums per-token terms of both signs, so float32's
+    rounding, different for different shapes, leaves a 1% difference."""
     prompt_width, completion_width, rows = 24, 60, 32
-    ids, mask = padded_batch(7, rows, prompt_width, completion_width)
+    ids, mask = grouped_batch(7, 8, 4, prompt_width, completion_width)
     inputs = {
         "prompt_ids": ids[:, :prompt_width],
         "prompt_mask": mask[:, :prompt_width],
@@ -126,35 +165,28 @@ def test_the_grpo_trainer_loss_and_gradients_are_unchanged_by_trimming(tiny_mode
         "num_items_in_batch": mask[:, prompt_width:].sum(),
     }
     losses, grads, forwards = {}, {}, {}
-    for trim in (True, False):
-        trainer = RLVRGRPOTrainer(
-            model=AutoModelForCausalLM.from_pretrained(tiny_model_dir).double(),
-            processing_class=tiny_model.build_tokenizer(),
-            reward_funcs=[lambda completions, **kwargs: [0.0] * len(completions)],
-            args=GRPOConfig(
-                output_dir=str(tmp_path / str(trim)),
-                per_device_train_batch_size=rows,
-                num_generations=4,
-                max_completion_length=completion_width,
-                beta=0.0,
-                report_to=[],
-                use_cpu=True,
-                save_strategy="no",
-                seed=0,
-            ),  # fmt: skip
-            train_dataset=Dataset.from_list([{"prompt": "Compute 1+2."}] * rows),
-            trim_padding=trim,
+    for trim, share in [(False, False), (True, False), (False, True), (True, True)]:
+        trainer = grpo_trainer(
+            tiny_model_dir, tmp_path / f"{trim}{share}", rows, completion_width, trim, share
         )
-        assert trainer._trim_padding is trim
-        trainer.model.train()
-        trainer.current_gradient_accumulation_steps = 1  # set by the training loop
-        calls = []
-        trainer.model.register_forward_hook(lambda *args, seen=calls: seen.append(1))
-        losses[trim] = trainer._compute_loss(trainer.model, dict(inputs))
-        losses[trim].backward()
-        grads[trim] = [p.grad.clone() for p in trainer.model.parameters()]
-        forwards[trim] = len(calls)
-    assert forwards[True] > 1 and forwards[False] == 1
-    torch.testing.assert_close(losses[True], losses[False], atol=1e-6, rtol=1e-5)
-    for a, b in zip(grads[True], grads[False], strict=True):
-        assert (a - b).norm() <= 1e-5 * b.norm()
+        assert (trainer._lean_forward is None) == (not trim and not share)
+        calls: list[dict] = []
+        trainer.model.register_forward_hook(
+            lambda module, args, kwargs, out, seen=calls: seen.append(kwargs), with_kwargs=True
+        )
+        loss = trainer._compute_loss(trainer.model, dict(inputs))
+        loss.backward()
+        losses[trim, share] = loss
+        grads[trim, share] = [p.grad.clone() for p in trainer.model.parameters()]
+        forwards[trim, share] = calls
+    assert len(forwards[False, False]) == 1
+    assert len(forwards[True, False]) > 1  # cut into chunks
+    assert len(forwards[False, True]) == 2  # the 8 prompts once, then the 32 completions
+    assert forwards[False, True][0]["input_ids"].size(0) == 8
+    both = forwards[True, True]  # trimmed prompts encoded once, then trimmed completions
+    assert both[0]["input_ids"].size(0) == 8 and both[0]["input_ids"].size(1) < prompt_width - 1
+    assert both[1]["past_key_values"] is not None
+    for key in [(True, False), (False, True), (True, True)]:
+        torch.testing.assert_close(losses[key], losses[False, False], atol=1e-9, rtol=1e-7)
+        for a, b in zip(grads[key], grads[False, False], strict=True):
+            assert (a - b).norm() <= 1e-5 * b.norm(), key

@@ -204,6 +204,9 @@ class TrainerConfig:
     # (rlvr.trimmed_forward): same log-probs, no padding to the batch's longest row. Single
     # process, rotary models; false: TRL's one padded forward.
     trim_padding: bool = True
+    # Each distinct prompt of a batch encoded once in that forward, its KV cache shared by the
+    # completions sampled from it (rlvr.shared_prompt). Single process, no gradient checkpointing.
+    share_prompts: bool = True
     log_completions: bool = True
     num_completions_to_print: int = 0
     max_infra_error_rate: float = 0.05  # abort when verifier/infra errors exceed this share
