@@ -29,7 +29,6 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
     """Fine-tune on demonstrations (loss on completion tokens only); returns (folder, seconds)."""
     from trl import SFTConfig, SFTTrainer
 
-    from rlvr.grpo import report_to
     from rlvr.models import load_tokenizer, model_init_kwargs
     from rlvr.rewards.bridge import StepTimer
     from rlvr.runs import (
@@ -40,6 +39,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         use_cpu,
     )
     from rlvr.saving import save_full_model
+    from rlvr.trainer_args import report_to
 
     final = out_dir / "final"
     if (final / "config.json").exists():

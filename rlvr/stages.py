@@ -186,9 +186,10 @@ def grpo(
     import time
 
     from rlvr.agent import prepare_tokenizer, trainer_kwargs
-    from rlvr.grpo import RLVRGRPOTrainer, build_grpo_config
+    from rlvr.grpo import RLVRGRPOTrainer
     from rlvr.models import load_tokenizer
     from rlvr.rewards.parallel import build_parallel_reward
+    from rlvr.trainer_args import build_grpo_config
 
     started = time.perf_counter()
     budget = ErrorBudget(run.trainer.max_infra_error_rate, run.trainer.infra_error_min_samples)

@@ -108,8 +108,8 @@ def run_bare(overrides: list[str], out: Path) -> dict:
 
     from rlvr import stages
     from rlvr.agent import training_row
-    from rlvr.grpo import build_grpo_config
     from rlvr.models import load_tokenizer
+    from rlvr.trainer_args import build_grpo_config
     from verifiers import ReasoningFormat, verify
 
     run = compose_run(overrides)

@@ -116,7 +116,7 @@ def test_bridge_applies_the_combiner_and_logs_parallel_metrics():
 def test_p_grpo_preset_maps_to_mean_centred_advantages(tmp_path, compose):
     """TRL 1.16 with scale_rewards=none and sum_then_normalize: A = r - mean_group(r)."""
     from rlvr.config import to_config
-    from rlvr.grpo import build_grpo_config
+    from rlvr.trainer_args import build_grpo_config
 
     run = to_config(compose(["algo=p_grpo"]))
     assert run.algo.parallel_reward.preset == "threadweaver"

@@ -21,8 +21,8 @@ from trl import DistillationConfig, DistillationTrainer
 
 from rlvr.config import RunConfig
 from rlvr.distillation.teachers import Teacher, completion_logprobs
-from rlvr.grpo import per_device_share, trainer_arguments
 from rlvr.runs import DataIdLog
+from rlvr.trainer_args import per_device_share, trainer_arguments
 
 
 def distill_steps(run: RunConfig) -> int:
