@@ -184,6 +184,16 @@ def test_overrides_for_arms_outside_the_study_are_unused_with_a_warning(tmp_path
     }
 
 
+def test_a_narrowed_study_keeps_only_its_own_domains_mixture_weights(tmp_path):
+    """tiny_study's mixed arm weighs all five domains; with study.domains=[math,code] its
+    command keeps the math and code weights and the plan composes (the others would fail)."""
+    _, stages, _, commands = _plan(tmp_path, "study.domains=[math,code]", "study.merges=[]")
+    mixed = " ".join(commands["mixed-seed0"])
+    assert "domains.math.weight=0.05" in mixed and "domains.code.weight=0.25" in mixed
+    assert "domains.science.weight" not in mixed and "domains.agent.weight" not in mixed
+    assert "mixture.mode=weighted" in mixed and "trainer.max_steps=100" in mixed
+
+
 def test_merges_need_two_experts(tmp_path):
     with pytest.raises(ConfigError, match="at least two"):
         _plan(tmp_path, "study.domains=[math]")
@@ -329,11 +339,11 @@ def test_load_study_rejects_unknown_group_options():
 
 
 def test_training_stages_are_sized_by_the_tokens_their_own_config_samples(tmp_path):
-    """The scheduler starts the largest ready stage first: the mixed arm (twice the steps) and
-    the agent expert (192-token episodes) outrank the other experts; evaluations size 0."""
+    """The scheduler starts the largest ready stage first: the mixed arm (100 steps) and the
+    agent expert (192-token episodes) outrank the other experts; evaluations size 0."""
     _, stages, _, _ = _plan(tmp_path)
     work = {s.name: s.work for s in stages}
-    assert work["mixed-seed0"] == 80 * 32 * 8 * 192
+    assert work["mixed-seed0"] == 100 * 32 * 8 * 192
     assert work["expert-agent-seed0"] == 40 * 32 * 8 * 192
     assert work["expert-math-seed0"] == 40 * 32 * 8 * 64
     assert work["mixed-seed0"] > work["expert-agent-seed0"] > work["expert-code-seed0"]

@@ -210,8 +210,22 @@ def _grpo_overrides(ctx: PlanContext, arm: str, domains: Sequence[str], seed: in
         f"trainer.seed={seed}",
         "resume=true",
         *(o for d in domains for o in ctx.data.get(d, ())),
-        *ctx.run.study.arm_overrides.get(arm, ()),
+        *arm_overrides_for(ctx.run.study.arm_overrides.get(arm, ()), domains),
     ]
+
+
+def arm_overrides_for(overrides: Sequence[str], domains: Sequence[str]) -> list[str]:
+    """An arm's overrides without those of domains it does not train (``domains.<d>.*``): the
+    mixed arm's weights name every domain of the experiment file, and a study narrowed with
+    ``study.domains`` composes only its own."""
+    kept = []
+    for override in overrides:
+        key = str(override).split("=", 1)[0].lstrip("+~")
+        parts = key.split(".")
+        if parts[0] == "domains" and len(parts) > 2 and parts[1] not in domains:
+            continue
+        kept.append(str(override))
+    return kept
 
 
 def _data_stages(ctx: PlanContext) -> list[Stage]:
