@@ -60,6 +60,18 @@ class RLVRGRPOTrainer(GRPOTrainer):
         trim = trim and trimmable(self.model)
         return LeanForward(trim, share, self.accelerator.autocast) if trim or share else None
 
+    def _get_train_sampler(self, dataset=None):
+        if self._sampler_factory is None:
+            return super()._get_train_sampler(dataset)
+        repeat = self.num_iterations * self.args.steps_per_generation
+        self.mixture_sampler = self._sampler_factory(
+            mini_repeat_count=self.num_generations,
+            batch_size=self.args.generation_batch_size // self.num_generations,
+            repeat_count=repeat,
+            steps_per_batch=max(1, repeat // self.args.gradient_accumulation_steps),
+        )
+        return self.mixture_sampler
+
     def _get_per_token_logps_and_entropies(
         self,
         model,

@@ -185,11 +185,17 @@ def test_overrides_for_arms_outside_the_study_are_unused_with_a_warning(tmp_path
 
 
 def test_a_narrowed_study_keeps_only_its_own_domains_mixture_weights(tmp_path):
-    """tiny_study's mixed arm weighs all five domains; with study.domains=[math,code] its
-    command keeps the math and code weights and the plan composes (the others would fail)."""
-    _, stages, _, commands = _plan(tmp_path, "study.domains=[math,code]", "study.merges=[]")
+    """Mixed-arm weights for all five domains; with study.domains=[math,code] its command
+    keeps the math and code weights and the plan composes (the others would fail)."""
+    weights = ",".join(['"mixture.mode=weighted"', *(f'"domains.{d}.weight=0.2"' for d in DOMAINS)])
+    _, stages, _, commands = _plan(
+        tmp_path,
+        "study.domains=[math,code]",
+        "study.merges=[]",
+        f'study.arm_overrides.mixed=["trainer.max_steps=100",{weights}]',
+    )
     mixed = " ".join(commands["mixed-seed0"])
-    assert "domains.math.weight=0.05" in mixed and "domains.code.weight=0.25" in mixed
+    assert "domains.math.weight=0.2" in mixed and "domains.code.weight=0.2" in mixed
     assert "domains.science.weight" not in mixed and "domains.agent.weight" not in mixed
     assert "mixture.mode=weighted" in mixed and "trainer.max_steps=100" in mixed
 
