@@ -23,7 +23,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
     agent rollouts as whole KV-cached episodes, ``rlvr.tool_loop``), ``_tool_call_loop`` (to
     hand those episodes over in TRL's shapes), ``_get_per_token_logps_and_entropies`` (the
     log-prob forward in length-sorted chunks cut to their rows' columns, each distinct prompt
-    encoded once: ``trim_padding``, ``share_prompts``, ``rlvr.trimmed_forward``) and the checkpoint save/load of the batch held ahead."""
+    encoded once: ``trim_padding``, ``share_prompts``, ``rlvr.lean_forward.trimmed``) and the checkpoint save/load of the batch held ahead."""
 
     def __init__(
         self,
@@ -50,10 +50,10 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self._lean_forward = self._build_lean_forward(trim_padding, share_prompts)
 
     def _build_lean_forward(self, trim: bool, share: bool):
-        """The cheaper log-prob forward (``rlvr.trimmed_forward``), or None for TRL's: it needs
+        """The cheaper log-prob forward (``rlvr.lean_forward.trimmed``), or None for TRL's: it needs
         one process (ranks running different numbers of chunk forwards would desynchronise
         FSDP's and DDP's collectives), and trimming needs a rotary model."""
-        from rlvr.trimmed_forward import LeanForward, trimmable
+        from rlvr.lean_forward.trimmed import LeanForward, trimmable
 
         if self.accelerator.num_processes > 1:
             return None

@@ -1,4 +1,4 @@
-"""GRPO's log-prob forward in length-sorted, padding-trimmed chunks (rlvr.trimmed_forward)."""
+"""GRPO's log-prob forward in length-sorted, padding-trimmed chunks (rlvr.lean_forward.trimmed)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from rlvr import tiny_model
-from rlvr.trimmed_forward import chunked_logps, plan_chunks, trimmable
+from rlvr.lean_forward.trimmed import chunked_logps, plan_chunks, trimmable
 
 
 def padded_batch(seed: int, rows: int, prompt_width: int, completion_width: int):

@@ -201,11 +201,11 @@ class TrainerConfig:
     # false: TRL's own tool loop, which re-encodes the conversation for every turn.
     tool_episodes: bool = True
     # The policy's log-prob forward in length-sorted chunks cut to the columns their rows use
-    # (rlvr.trimmed_forward): same log-probs, no padding to the batch's longest row. Single
+    # (rlvr.lean_forward.trimmed): same log-probs, no padding to the batch's longest row. Single
     # process, rotary models; false: TRL's one padded forward.
     trim_padding: bool = True
     # Each distinct prompt of a batch encoded once in that forward, its KV cache shared by the
-    # completions sampled from it (rlvr.shared_prompt). Single process, no gradient checkpointing.
+    # completions sampled from it (rlvr.lean_forward.shared_prompt). Single process, no gradient checkpointing.
     share_prompts: bool = True
     log_completions: bool = True
     num_completions_to_print: int = 0

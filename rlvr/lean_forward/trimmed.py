@@ -11,7 +11,7 @@ embeddings depend only on the distance between two tokens, so dropping leading c
 every position of a row by the same amount and changes no attention score. Models with absolute
 position embeddings would see different positions; ``trimmable`` keeps them on TRL's path.
 ``LeanForward`` is what the trainer calls: these chunks, each scored with its distinct prompts
-encoded once (``rlvr.shared_prompt``).
+encoded once (``rlvr.lean_forward.shared_prompt``).
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ class LeanForward:
         batch_size: int | None,
         compute_entropy: bool,
     ) -> tuple[torch.Tensor, torch.Tensor | None, None]:
-        from rlvr.shared_prompt import shared_prompt_logps
+        from rlvr.lean_forward.shared_prompt import shared_prompt_logps
 
         share = self.share and not _checkpointing(model)
 
