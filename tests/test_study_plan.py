@@ -345,12 +345,12 @@ def test_load_study_rejects_unknown_group_options():
 
 
 def test_training_stages_are_sized_by_the_tokens_their_own_config_samples(tmp_path):
-    """The scheduler starts the largest ready stage first: the mixed arm (100 steps) and the
-    agent expert (192-token episodes) outrank the other experts; evaluations size 0."""
+    """The scheduler starts the largest ready stage first: the mixed arm (200 steps) and the
+    agent expert (80 steps of 192-token episodes) outrank the other experts; evaluations size 0."""
     _, stages, _, _ = _plan(tmp_path)
     work = {s.name: s.work for s in stages}
-    assert work["mixed-seed0"] == 100 * 32 * 8 * 192
-    assert work["expert-agent-seed0"] == 40 * 32 * 8 * 192
+    assert work["mixed-seed0"] == 200 * 32 * 8 * 192
+    assert work["expert-agent-seed0"] == 80 * 32 * 8 * 192
     assert work["expert-math-seed0"] == 40 * 32 * 8 * 64
     assert work["mixed-seed0"] > work["expert-agent-seed0"] > work["expert-code-seed0"]
     assert work["sft"] == 0 and work["eval-sft"] == 0
