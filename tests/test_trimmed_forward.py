@@ -61,7 +61,7 @@ def logps_and_entropy(model):
     """A plain forward standing in for TRL's fused head: the log-prob of each kept token and
     the entropy of the distribution that predicted it."""
 
-    def forward(ids, mask, kept):
+    def forward(ids, mask, kept, groups=None):
         logits = model(input_ids=ids, attention_mask=mask).logits[:, -kept - 1 : -1]
         logp = torch.log_softmax(logits.float(), dim=-1)
         token = logp.gather(-1, ids[:, -kept:, None]).squeeze(-1)
@@ -190,3 +190,21 @@ def test_the_grpo_loss_and_gradient_are_unchanged_by_trimming_and_shared_prompts
         torch.testing.assert_close(losses[key], losses[False, False], atol=1e-9, rtol=1e-7)
         for a, b in zip(grads[key], grads[False, False], strict=True):
             assert (a - b).norm() <= 1e-5 * b.norm(), key
+
+
+def test_group_ids_find_the_same_distinct_prompts_as_comparing_columns():
+    """The lean forward groups a batch's prompts once and hands each chunk its rows' group ids;
+    the prompts picked from those ids must rebuild every row's prompt, as comparing the prompt
+    columns does, whatever order the chunk holds its rows in."""
+    from rlvr.lean_forward.shared_prompt import _distinct_prompts
+
+    prompt_width = 12
+    ids, mask = grouped_batch(3, 6, 4, prompt_width, 5)
+    prompts = torch.cat([ids[:, :prompt_width], mask[:, :prompt_width]], dim=1)
+    groups = torch.unique(prompts, dim=0, return_inverse=True)[1]
+    rows = torch.randperm(len(ids), generator=torch.Generator().manual_seed(0))[:17]
+    by_columns, columns_index = _distinct_prompts(prompts[rows], None)
+    by_ids, ids_index = _distinct_prompts(prompts[rows], groups[rows] * 10 + 3)
+    assert len(by_ids) == len(by_columns) == len(torch.unique(groups[rows]))
+    assert torch.equal(by_ids[ids_index], prompts[rows])
+    assert torch.equal(by_columns[columns_index], prompts[rows])

@@ -24,16 +24,18 @@ def shared_prompt_logps(
     logits_to_keep: int,
     compute_entropy: bool,
     autocast: Callable[[], AbstractContextManager],
+    groups: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None, None] | None:
     """Per-token log-probs (and entropies) of the last ``logits_to_keep`` columns, as TRL's
     ``_get_per_token_logps_and_entropies`` returns them; None when the rows share too few
     prompts to gain (fewer than two rows a prompt), a prompt is a single token, or the model
-    returns no cache."""
+    returns no cache. ``groups``: a prompt id per row (rows with equal ids have equal prompt
+    columns), when the caller has already grouped the batch; found here when None."""
     prompt_width = input_ids.size(1) - logits_to_keep
     if prompt_width < 2:
         return None
     prompts = torch.cat([input_ids[:, :prompt_width], attention_mask[:, :prompt_width]], dim=1)
-    distinct, row_prompt = torch.unique(prompts, dim=0, return_inverse=True)
+    distinct, row_prompt = _distinct_prompts(prompts, groups)
     prefix_ids = distinct[:, : prompt_width - 1]
     prefix_mask = distinct[:, prompt_width : 2 * prompt_width - 1]
     if 2 * distinct.size(0) > input_ids.size(0) or not prefix_mask.any(dim=1).all():
@@ -59,3 +61,18 @@ def shared_prompt_logps(
         )
     entropies = out.entropy[:, -logits_to_keep:] if compute_entropy else None
     return out.log_probs[:, -logits_to_keep:], entropies, None
+
+
+def _distinct_prompts(
+    prompts: torch.Tensor, groups: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distinct prompt rows and each row's index into them: from the caller's group ids
+    (one small 1-D sort) when given, else by comparing the prompt columns themselves."""
+    if groups is None:
+        return torch.unique(prompts, dim=0, return_inverse=True)
+    ids, row_prompt = torch.unique(groups, return_inverse=True)
+    rows = torch.arange(len(groups), device=groups.device)
+    first = rows.new_full((len(ids),), len(groups)).scatter_reduce(
+        0, row_prompt, rows, reduce="amin"
+    )
+    return prompts[first], row_prompt

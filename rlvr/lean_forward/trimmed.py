@@ -29,8 +29,11 @@ import torch.nn.functional as F
 # a GPU, where a launch-bound forward costs as much as many thousand tokens.
 CHUNK_OVERHEAD_TOKENS = {"cpu": 256, "other": 16384}
 
+# (ids, mask, completion columns kept, the rows' prompt-group ids or None) -> (log-probs,
+# entropies or None, anything else the forward returns)
 Forward = Callable[
-    [torch.Tensor, torch.Tensor, int], tuple[torch.Tensor, torch.Tensor | None, object]
+    [torch.Tensor, torch.Tensor, int, torch.Tensor | None],
+    tuple[torch.Tensor, torch.Tensor | None, object],
 ]
 
 
@@ -115,7 +118,8 @@ def chunked_logps(
 ) -> tuple[torch.Tensor, torch.Tensor | None, list]:
     """``forward`` over each chunk of ``plan_chunks``; per-token log-probs and entropies put
     back in the batch's row order and padded to ``logits_to_keep`` columns with zeros (those
-    positions are padding, masked by the loss). Also returns each chunk's third output."""
+    positions are padding, masked by the loss). Also returns each chunk's third output.
+    ``forward`` receives each chunk's rows' ``groups`` (None without groups)."""
     prompt_width = input_ids.size(1) - logits_to_keep
     chunks = plan_chunks(attention_mask, prompt_width, max_rows, overhead_tokens, groups)
     logps, entropies, extras = [], [], []
@@ -123,7 +127,8 @@ def chunked_logps(
         ids = input_ids[chunk.rows, chunk.start : chunk.stop]
         mask = attention_mask[chunk.rows, chunk.start : chunk.stop]
         kept = chunk.stop - prompt_width
-        chunk_logps, chunk_entropies, extra = forward(ids, mask, kept)
+        chunk_groups = None if groups is None else groups[chunk.rows]
+        chunk_logps, chunk_entropies, extra = forward(ids, mask, kept, chunk_groups)
         logps.append(F.pad(chunk_logps, (0, logits_to_keep - kept)))
         if chunk_entropies is not None:
             entropies.append(F.pad(chunk_entropies, (0, logits_to_keep - kept)))
@@ -158,9 +163,9 @@ class LeanForward:
 
         share = self.share and not _checkpointing(model)
 
-        def forward(ids: torch.Tensor, mask: torch.Tensor, kept: int):
+        def forward(ids: torch.Tensor, mask: torch.Tensor, kept: int, groups=None):
             shared = share and shared_prompt_logps(
-                model, ids, mask, kept, compute_entropy, self.autocast
+                model, ids, mask, kept, compute_entropy, self.autocast, groups
             )
             return shared or parent(model, ids, mask, kept, compute_entropy=compute_entropy)
 
