@@ -174,3 +174,38 @@ def test_empty_inputs_and_settings_that_cannot_sample(tiny):
         )
     with pytest.raises(ValueError, match="temperature"):
         Sampler(max_new_tokens=4, eos_token_ids=(1,), pad_token_id=0, temperature=0.0)
+
+
+def test_sliding_window_models_decode_as_hf_generate_does(tiny):
+    """The sampler's cache grows in place for full-attention models; a model with
+    sliding-window layers keeps transformers' own cache, which crops those layers, and
+    decodes greedily as ``model.generate`` does past the window."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from rlvr.evaluation.kv_rows import GrowingLayer
+    from rlvr.evaluation.sampling import _new_cache
+
+    model, tok = tiny
+    assert _new_cache(model).layer_class_to_replicate is GrowingLayer
+    config = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        use_sliding_window=True,
+        sliding_window=6,
+        max_window_layers=1,
+        layer_types=["full_attention", "sliding_attention"],
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        initializer_range=0.3,
+    )
+    torch.manual_seed(0)
+    windowed = Qwen2ForCausalLM(config).eval()
+    assert not isinstance(_new_cache(windowed).layers[1], GrowingLayer)
+    ids = prompt_ids(tok)
+    got = sample_tokens(windowed, ids, greedy(12, tok.eos_token_id, tok.pad_token_id)).ids
+    assert [g[0] for g in got] == hf_greedy(windowed, tok, ids, 12, tok.eos_token_id)

@@ -50,6 +50,21 @@ class GrowingLayer(DynamicLayer):
         self.keys, self.values = self.key_buffer[:, :, :end], self.value_buffer[:, :, :end]
         return self.keys, self.values
 
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        """Each row ``repeats`` times in a row (the k samples of a prompt), spare columns kept."""
+        if self.is_initialized:
+            keys, values = (b.repeat_interleave(repeats, 0) for b in self._buffers())
+            self._hold(keys, values, self.length)
+
+    def batch_select_indices(self, indices: Any) -> None:
+        """Only the rows ``indices`` (finished rows leave the batch), spare columns kept."""
+        if self.is_initialized:
+            keys, values = (b.index_select(0, indices) for b in self._buffers())
+            self._hold(keys, values, self.length)
+
+    def _buffers(self) -> tuple[Any, Any]:
+        return self.key_buffer, self.value_buffer
+
 
 def spare_buffers(keys: Any, values: Any, capacity: int) -> tuple[Any, Any]:
     """Buffers of ``capacity`` columns that start with ``keys`` and ``values``."""
