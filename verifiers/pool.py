@@ -169,7 +169,9 @@ class VerifierPool:
             if isinstance(ref, Verdict):
                 batch.results[i] = ref
             else:
-                batch.pending.append((i, completion, dict(reference), ref, cost_key(verifier)))
+                if type(reference) is not dict:  # a plain dict pickles as is: no copy
+                    reference = dict(reference)
+                batch.pending.append((i, completion, reference, ref, cost_key(verifier)))
         return batch
 
     def _run(self, batch: _Batch, timeout_s: float | None, fmt: ReasoningFormat | None) -> None:
