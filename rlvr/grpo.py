@@ -19,8 +19,9 @@ class RLVRGRPOTrainer(GRPOTrainer):
     on (``<output_dir>/data_ids.jsonl``) and, with ``async_generation``, one-step-ahead
     generation on a copy of the policy (``rlvr.lookahead``, staleness logged as
     ``async/staleness``). The overrides are the sampler, ``get_batch_samples`` (to see the
-    next step's batch), ``_generate_single_turn`` (to serve the batch sampled ahead, or to run
-    agent rollouts as whole KV-cached episodes, ``rlvr.tool_loop``), ``_tool_call_loop`` (to
+    next step's batch), ``_generate_single_turn`` (to serve the batch sampled ahead, to run
+    agent rollouts as whole KV-cached episodes, ``rlvr.tool_loop``, or to draw single turns
+    from the KV-cache sampler, ``kv_sampling``, ``rlvr.kv_rollouts``), ``_tool_call_loop`` (to
     hand those episodes over in TRL's shapes), ``_get_per_token_logps_and_entropies`` (the
     log-prob forward in length-sorted chunks cut to their rows' columns, each distinct prompt
     encoded once: ``trim_padding``, ``share_prompts``, ``rlvr.lean_forward.trimmed``) and the checkpoint save/load of the batch held ahead."""
@@ -31,6 +32,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         sampler_factory=None,
         async_generation=False,
         tool_episodes=True,
+        kv_sampling=True,
         trim_padding=True,
         share_prompts=True,
         **kwargs,
@@ -48,6 +50,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self._ahead_source = None
         self._next_batch = None  # the next step's generation batch, once seen
         self._lean_forward = self._build_lean_forward(trim_padding, share_prompts)
+        self.kv_sampling = kv_sampling and self._kv_sampling_fits()
 
     def _build_lean_forward(self, trim: bool, share: bool):
         """The cheaper log-prob forward (``rlvr.lean_forward.trimmed``), or None for TRL's: it needs
@@ -166,6 +169,10 @@ class RLVRGRPOTrainer(GRPOTrainer):
             self._rollouts = (prompt_ids, rollouts)
             return rollouts.first_turns, None
         if self.lookahead is None or not self.model.training:
+            if self.kv_sampling and not multimodal_fields and not has_tool_images:
+                from rlvr.kv_rollouts import sample_completions
+
+                return sample_completions(self, prompt_ids), None
             return super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
@@ -184,6 +191,11 @@ class RLVRGRPOTrainer(GRPOTrainer):
             next_ids = self._tokenize_prompts([x["prompt"] for x in batch])[0]
             self.lookahead.submit(next_ids, step + 1)
         return rollout.completion_ids, rollout.logprobs
+
+    def _kv_sampling_fits(self) -> bool:
+        from rlvr.kv_rollouts import unsupported
+
+        return unsupported(self) is None
 
     # -- agent rollouts as whole episodes (trainer.tool_episodes) ------------------------------
     def _runs_episodes(self) -> bool:

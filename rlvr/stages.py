@@ -212,6 +212,7 @@ def grpo(
         sampler_factory=_sampler_factory(run, dataset),
         async_generation=run.trainer.async_generation,
         tool_episodes=run.trainer.tool_episodes,
+        kv_sampling=run.trainer.kv_sampling,
         trim_padding=run.trainer.trim_padding,
         share_prompts=run.trainer.share_prompts,
         **trainer_kwargs(dataset["environment"]),  # agent rows: TRL's environment_factory

@@ -38,18 +38,13 @@ class Rollouts:
 
 def unsupported(trainer: Any) -> str | None:
     """Why this trainer's rollouts must take TRL's own loop (None: they can run as episodes)."""
-    args = trainer.args
+    from rlvr.kv_rollouts import unsupported as sampler_unsupported
+
     if trainer.environment_factories is None or not trainer.tools:
         return "no tools"
-    if trainer.use_vllm or trainer.use_transformers_continuous_batching or trainer._is_vlm:
-        return "generation is not plain transformers on a text model"
-    if args.generation_kwargs or trainer.top_k or trainer.min_p:
-        return "sampling settings beyond temperature and top-p"
-    if trainer.repetition_penalty != 1.0:
-        return "a repetition penalty"
     if any(trainer._async_tool_dicts):
         return "async tools"
-    return None
+    return sampler_unsupported(trainer)
 
 
 def run_rollouts(trainer: Any, prompt_ids: Sequence[list[int]]) -> Rollouts:

@@ -38,6 +38,7 @@ def build_trainer(model_dir, tmp_path, tool_episodes: bool, **overrides: Any):
         args=GRPOConfig(**settings),
         train_dataset=dataset,
         tool_episodes=tool_episodes,
+        kv_sampling=tool_episodes,  # the other side is TRL's loop and generate throughout
         **trainer_kwargs(dataset["environment"]),
     )
     inputs = [dict(training_row(r)) for r in rows for _ in range(2)]

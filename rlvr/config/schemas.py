@@ -200,6 +200,10 @@ class TrainerConfig:
     # Agent rollouts run as whole episodes with KV caches kept across turns (rlvr.tool_loop);
     # false: TRL's own tool loop, which re-encodes the conversation for every turn.
     tool_episodes: bool = True
+    # Single-turn rollouts drawn by the KV-cache sampler (rlvr.kv_rollouts: each distinct prompt
+    # prefilled once, finished rows leave the batch); false: TRL's model.generate. Plain
+    # transformers generation with temperature and top-p only; otherwise TRL's path is used.
+    kv_sampling: bool = True
     # The policy's log-prob forward in length-sorted chunks cut to the columns their rows use
     # (rlvr.lean_forward.trimmed): same log-probs, no padding to the batch's longest row. Single
     # process, rotary models; false: TRL's one padded forward.
