@@ -89,11 +89,11 @@ def compose_run(overrides: list[str]):
 
 
 # -- inside an arm's process ---------------------------------------------------------------
-def run_rlvr(overrides: list[str], out: Path) -> dict:
+def run_rlvr(overrides: list[str], out: Path, arm: str) -> dict:
     from rlvr.train import train
 
     run = compose_run(overrides)
-    run_dir = out / "rlvr"
+    run_dir = out / arm  # each arm its own run: a shared folder would resume the other's
     train(run, run_dir)
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     first: dict[int, dict] = {}  # the end-of-training record repeats the last step's times
@@ -199,7 +199,7 @@ def arm_main(args: argparse.Namespace) -> None:
     configure_threads()  # as every entry point does
     out = Path(args.out)
     overrides = arm_overrides(args.arm, args.scenario, args.init_from, args.steps, out)
-    result = (run_bare if args.arm == "bare" else run_rlvr)(overrides, out)
+    result = run_bare(overrides, out) if args.arm == "bare" else run_rlvr(overrides, out, args.arm)
     result["self_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     (out / f"{args.arm}.json").write_text(json.dumps(result))
 
@@ -267,7 +267,7 @@ def summary(result: dict) -> dict:
 def row(name: str, result: dict) -> str:
     s = summary(result)
     return (
-        f"{name:<18} {1 / s['step']:>8.3f} {s['step']:>7.2f} {s['gen']:>6.2f} {s['reward']:>7.3f}"
+        f"{name:<26} {1 / s['step']:>8.3f} {s['step']:>7.2f} {s['gen']:>6.2f} {s['reward']:>7.3f}"
         f" {s['update']:>7.2f} {100 * s['reward'] / s['step']:>7.1f}%"
         f" {result['self_peak_rss_mb']:>9.0f} {result['tree_peak_rss_mb']:>9.0f}"
         f" {sum(result['mean_length']) / max(1, len(result['mean_length'])):>8.1f}"
@@ -302,7 +302,7 @@ def main() -> None:
     print(
         f"cpu cores: {os.cpu_count()}  load average: {os.getloadavg()[0]:.2f}  steps: {args.steps}"
     )
-    header = f"{'arm':<18} {'steps/s':>8} {'step s':>7} {'gen s':>6} {'reward s':>7}"
+    header = f"{'arm':<26} {'steps/s':>8} {'step s':>7} {'gen s':>6} {'reward s':>7}"
     print(header + f" {'update s':>7} {'reward%':>8} {'RSS MB':>9} {'tree MB':>9} {'tokens':>8}")
     for (scenario, arm), result in results.items():
         print(row(f"{scenario}/{arm}", result))
