@@ -184,6 +184,7 @@ def sample(model, prompt_ids, sampling: Sampling, seed: int) -> tuple[list, list
     import torch
 
     from rlvr.evaluation.sampling import Sampler, sample_tokens
+    from rlvr.kv_rollouts import group_prompts
 
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(seed)
@@ -199,11 +200,18 @@ def sample(model, prompt_ids, sampling: Sampling, seed: int) -> tuple[list, list
         if sampling.autocast_dtype
         else contextlib.nullcontext()
     )
+    distinct, samples_of = group_prompts(prompt_ids)  # each distinct prompt prefilled once
+    prompts = distinct if samples_of is not None else [list(p) for p in prompt_ids]
+    k = len(prompt_ids) // max(1, len(distinct)) if samples_of is not None else 1
     with cast, _stream(device):
-        samples = sample_tokens(model, prompt_ids, sampler, generator=generator, logprobs=True)
+        samples = sample_tokens(model, prompts, sampler, k, generator=generator, logprobs=True)
         _wait_for_device(model)
     assert samples.logprobs is not None
-    return [s[0] for s in samples.ids], [lp[0] for lp in samples.logprobs]
+    rows = samples_of or [(n, 0) for n in range(len(prompts))]
+    return (
+        [samples.ids[p][n] for p, n in rows],
+        [samples.logprobs[p][n] for p, n in rows],
+    )
 
 
 def _key(prompt_ids) -> PromptIds:
