@@ -19,6 +19,10 @@ from typing import Any
 
 def unsupported(trainer: Any) -> str | None:
     """Why this trainer's generation must stay TRL's (None: the KV-cache sampler can draw it)."""
+    if trainer.accelerator.num_processes > 1:
+        # ranks would run different numbers of forwards (their rows end at different steps),
+        # and FSDP's and ZeRO-3's gathers need every rank in each; TRL's generate syncs them
+        return "several processes"
     if trainer.use_vllm or trainer.use_transformers_continuous_batching or trainer._is_vlm:
         return "generation is not plain transformers on a text model"
     if trainer.args.generation_kwargs or trainer.top_k or trainer.min_p:

@@ -202,7 +202,7 @@ class TrainerConfig:
     tool_episodes: bool = True
     # Single-turn rollouts drawn by the KV-cache sampler (rlvr.kv_rollouts: each distinct prompt
     # prefilled once, finished rows leave the batch); false: TRL's model.generate. Plain
-    # transformers generation with temperature and top-p only; otherwise TRL's path is used.
+    # transformers generation with temperature and top-p only, one process; otherwise TRL's.
     kv_sampling: bool = True
     # The policy's log-prob forward in length-sorted chunks cut to the columns their rows use
     # (rlvr.lean_forward.trimmed): same log-probs, no padding to the batch's longest row. Single
