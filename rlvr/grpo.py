@@ -10,6 +10,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
 from rlvr.config import ConfigError
+from rlvr.rollouts import unsupported as sampler_unsupported
 from rlvr.runs import DataIdLog
 
 
@@ -17,11 +18,11 @@ class RLVRGRPOTrainer(GRPOTrainer):
     """GRPOTrainer with our mixture sampler (its weights logged per step as
     ``<domain>/mixture_weight``), generation timing, a log of the prompt ids each step trains
     on (``<output_dir>/data_ids.jsonl``) and, with ``async_generation``, one-step-ahead
-    generation on a copy of the policy (``rlvr.lookahead``, staleness logged as
+    generation on a copy of the policy (``rlvr.rollouts.lookahead``, staleness logged as
     ``async/staleness``). The overrides are the sampler, ``get_batch_samples`` (to see the
     next step's batch), ``_generate_single_turn`` (to serve the batch sampled ahead, to run
-    agent rollouts as whole KV-cached episodes, ``rlvr.tool_loop``, or to draw single turns
-    from the KV-cache sampler, ``kv_sampling``, ``rlvr.kv_rollouts``), ``_tool_call_loop`` (to
+    agent rollouts as whole KV-cached episodes, ``rlvr.rollouts.tool_loop``, or to draw single turns
+    from the KV-cache sampler, ``kv_sampling``, ``rlvr.rollouts.single_turn``), ``_tool_call_loop`` (to
     hand those episodes over in TRL's shapes), ``_get_per_token_logps_and_entropies`` (the
     log-prob forward in length-sorted chunks cut to their rows' columns, each distinct prompt
     encoded once: ``trim_padding``, ``share_prompts``, ``rlvr.lean_forward.trimmed``) and the checkpoint save/load of the batch held ahead."""
@@ -38,7 +39,9 @@ class RLVRGRPOTrainer(GRPOTrainer):
         **kwargs,
     ):
         self._sampler_factory = sampler_factory
-        self.tool_episodes = tool_episodes  # agent rollouts as KV-cached episodes (rlvr.tool_loop)
+        self.tool_episodes = (
+            tool_episodes  # agent rollouts as KV-cached episodes (rlvr.rollouts.tool_loop)
+        )
         self._first_turn = False
         self._rollouts = None  # (prompt ids, episodes) of the batch, for _tool_call_loop
         self.mixture_sampler = None
@@ -50,7 +53,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self._ahead_source = None
         self._next_batch = None  # the next step's generation batch, once seen
         self._lean_forward = self._build_lean_forward(trim_padding, share_prompts)
-        self.kv_sampling = kv_sampling and self._kv_sampling_fits()
+        self.kv_sampling = kv_sampling and sampler_unsupported(self) is None
 
     def _build_lean_forward(self, trim: bool, share: bool):
         """The cheaper log-prob forward (``rlvr.lean_forward.trimmed``), or None for TRL's: it needs
@@ -123,7 +126,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
 
     # -- one-step-ahead generation (trainer.async_generation) --------------------------------
     def _build_lookahead(self):
-        from rlvr.lookahead import Lookahead, Sampling
+        from rlvr.rollouts.lookahead import Lookahead, Sampling
 
         if self.use_vllm or self.top_k or self.min_p or self.repetition_penalty != 1.0:
             raise ConfigError(
@@ -163,14 +166,14 @@ class RLVRGRPOTrainer(GRPOTrainer):
     ):
         first, self._first_turn = self._first_turn, False
         if first and self._runs_episodes():  # whole episodes; _tool_call_loop hands them over
-            from rlvr.tool_loop import run_rollouts
+            from rlvr.rollouts.tool_loop import run_rollouts
 
             rollouts = run_rollouts(self, prompt_ids)
             self._rollouts = (prompt_ids, rollouts)
             return rollouts.first_turns, None
         if self.lookahead is None or not self.model.training:
             if self.kv_sampling and not multimodal_fields and not has_tool_images:
-                from rlvr.kv_rollouts import sample_completions
+                from rlvr.rollouts.single_turn import sample_completions
 
                 return sample_completions(self, prompt_ids), None
             return super()._generate_single_turn(
@@ -192,14 +195,9 @@ class RLVRGRPOTrainer(GRPOTrainer):
             self.lookahead.submit(next_ids, step + 1)
         return rollout.completion_ids, rollout.logprobs
 
-    def _kv_sampling_fits(self) -> bool:
-        from rlvr.kv_rollouts import unsupported
-
-        return unsupported(self) is None
-
     # -- agent rollouts as whole episodes (trainer.tool_episodes) ------------------------------
     def _runs_episodes(self) -> bool:
-        from rlvr.tool_loop import unsupported
+        from rlvr.rollouts.tool_loop import unsupported
 
         return self.tool_episodes and self.lookahead is None and unsupported(self) is None
 

@@ -14,7 +14,7 @@ from test_resume import finish, kill, records, run_dir, start, wait_for_checkpoi
 
 from rlvr.checkpoints import latest_complete_checkpoint
 from rlvr.config import ConfigError
-from rlvr.lookahead import Lookahead, Sampling, sample
+from rlvr.rollouts.lookahead import Lookahead, Sampling, sample
 
 ASYNC = ["domains=[science]", "algo.prompts_per_step=2", "trainer.async_generation=true"]
 

@@ -1,4 +1,4 @@
-"""GRPO agent rollouts as KV-cached episodes (rlvr.tool_loop) against TRL's own tool loop."""
+"""GRPO agent rollouts as KV-cached episodes (rlvr.rollouts.tool_loop) against TRL's own tool loop."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def generate(trainer, inputs) -> tuple[dict[str, Any], tuple, dict[str, list]]:
 
 
 def assert_same_rollouts(model_dir, tmp_path, expect_calls: bool, **overrides: Any) -> list:
-    from rlvr.tool_loop import unsupported
+    from rlvr.rollouts.tool_loop import unsupported
 
     ours, ours_inputs = build_trainer(model_dir, tmp_path / "a", True, **overrides)
     trl, trl_inputs = build_trainer(model_dir, tmp_path / "b", False, **overrides)
@@ -104,7 +104,7 @@ def test_tool_results_that_overflow_are_dropped_as_in_trl(agent_sft_checkpoint, 
 
 
 def test_other_sampling_settings_keep_trls_loop(tiny_model_dir, tmp_path) -> None:
-    from rlvr.tool_loop import unsupported
+    from rlvr.rollouts.tool_loop import unsupported
 
     trainer, _ = build_trainer(tiny_model_dir, tmp_path, True, top_k=5)
     trainer._async_tool_dicts = []

@@ -159,7 +159,7 @@ def mixture_schedule(run: RunConfig) -> MixtureSchedule | None:
 
 
 def check_async_generation(run: RunConfig) -> None:
-    """``trainer.async_generation`` runs where its one-step-ahead copy can (rlvr.lookahead)."""
+    """``trainer.async_generation`` runs where its one-step-ahead copy can (rlvr.rollouts.lookahead)."""
     if not run.trainer.async_generation:
         return
     refusals = [

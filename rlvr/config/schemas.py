@@ -195,12 +195,12 @@ class TrainerConfig:
     vllm_gpu_memory_utilization: float = 0.3
     use_cpu: bool = False
     # One-step-ahead generation: a copy of the policy samples the next batch while the current
-    # one trains (staleness <= 1 optimiser step, logged as async/staleness; rlvr.lookahead).
+    # one trains (staleness <= 1 optimiser step, logged as async/staleness; rlvr.rollouts.lookahead).
     async_generation: bool = False
-    # Agent rollouts run as whole episodes with KV caches kept across turns (rlvr.tool_loop);
+    # Agent rollouts run as whole episodes with KV caches kept across turns (rlvr.rollouts.tool_loop);
     # false: TRL's own tool loop, which re-encodes the conversation for every turn.
     tool_episodes: bool = True
-    # Single-turn rollouts drawn by the KV-cache sampler (rlvr.kv_rollouts: each distinct prompt
+    # Single-turn rollouts drawn by the KV-cache sampler (rlvr.rollouts.single_turn: each distinct prompt
     # prefilled once, finished rows leave the batch); false: TRL's model.generate. Plain
     # transformers generation with temperature and top-p only, one process; otherwise TRL's.
     kv_sampling: bool = True

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlvr.evaluation.multiturn import TurnSampling, sample_episodes
+from rlvr.rollouts import generation_context
+from rlvr.rollouts import unsupported as sampler_unsupported
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +40,6 @@ class Rollouts:
 
 def unsupported(trainer: Any) -> str | None:
     """Why this trainer's rollouts must take TRL's own loop (None: they can run as episodes)."""
-    from rlvr.kv_rollouts import unsupported as sampler_unsupported
-
     if trainer.environment_factories is None or not trainer.tools:
         return "no tools"
     if any(trainer._async_tool_dicts):
@@ -50,22 +50,7 @@ def unsupported(trainer: Any) -> str | None:
 def run_rollouts(trainer: Any, prompt_ids: Sequence[list[int]]) -> Rollouts:
     """Every prompt of the batch as one episode, with TRL's settings and tool rules, in TRL's
     generation context (unwrapped model, no gradient checkpointing, full FSDP parameters)."""
-    import torch
-    from trl.extras.profiling import profiling_context
-    from trl.models import unwrap_model_for_generation
-
-    with (
-        profiling_context(trainer, "transformers.generate"),
-        unwrap_model_for_generation(
-            trainer.model_wrapped,
-            trainer.accelerator,
-            gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
-            generation_kwargs=trainer.generation_kwargs,
-            gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
-        ) as model,
-        torch.no_grad(),
-        trainer._dist.summon_full_params(trainer.model_wrapped, recurse=False),
-    ):
+    with generation_context(trainer) as model:
         turns = _TrlTurns(trainer, model, prompt_ids)
         sampling = TurnSampling(
             budget=trainer.max_completion_length,

@@ -183,8 +183,8 @@ def sample(model, prompt_ids, sampling: Sampling, seed: int) -> tuple[list, list
 
     import torch
 
-    from rlvr.evaluation.sampling import Sampler, sample_tokens
-    from rlvr.kv_rollouts import group_prompts
+    from rlvr.evaluation.sampling import Sampler
+    from rlvr.rollouts.single_turn import sample_rows
 
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(seed)
@@ -200,18 +200,11 @@ def sample(model, prompt_ids, sampling: Sampling, seed: int) -> tuple[list, list
         if sampling.autocast_dtype
         else contextlib.nullcontext()
     )
-    distinct, samples_of = group_prompts(prompt_ids)  # each distinct prompt prefilled once
-    prompts = distinct if samples_of is not None else [list(p) for p in prompt_ids]
-    k = len(prompt_ids) // max(1, len(distinct)) if samples_of is not None else 1
     with cast, _stream(device):
-        samples = sample_tokens(model, prompts, sampler, k, generator=generator, logprobs=True)
+        ids, logprobs = sample_rows(model, prompt_ids, sampler, generator, logprobs=True)
         _wait_for_device(model)
-    assert samples.logprobs is not None
-    rows = samples_of or [(n, 0) for n in range(len(prompts))]
-    return (
-        [samples.ids[p][n] for p, n in rows],
-        [samples.logprobs[p][n] for p, n in rows],
-    )
+    assert logprobs is not None
+    return ids, logprobs
 
 
 def _key(prompt_ids) -> PromptIds:

@@ -1,4 +1,4 @@
-"""GRPO's single-turn rollouts from the KV-cache sampler (rlvr.kv_rollouts) against TRL's
+"""GRPO's single-turn rollouts from the KV-cache sampler (rlvr.rollouts.single_turn) against TRL's
 ``model.generate`` path: same completions where both draw the argmax, TRL's end-token cut and
 length limit, input order whatever the batch's order, reproducible from torch's seed."""
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from rlvr import tiny_model
-from rlvr.kv_rollouts import group_prompts
+from rlvr.rollouts.single_turn import group_prompts
 from tasks import micro
 
 
@@ -105,7 +105,7 @@ def test_draws_follow_torchs_seed_and_samples_of_a_prompt_differ(model_dir, tmp_
 
 
 def test_settings_the_sampler_cannot_draw_keep_trls_generate(model_dir, tmp_path):
-    from rlvr.kv_rollouts import unsupported
+    from rlvr.rollouts import unsupported
 
     for overrides in ({"top_k": 5}, {"repetition_penalty": 1.2}, {"min_p": 0.1}):
         trainer, _ = build_trainer(model_dir, tmp_path / str(len(overrides)), True, **overrides)

@@ -16,32 +16,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-
-def unsupported(trainer: Any) -> str | None:
-    """Why this trainer's generation must stay TRL's (None: the KV-cache sampler can draw it)."""
-    if trainer.accelerator.num_processes > 1:
-        # ranks would run different numbers of forwards (their rows end at different steps),
-        # and FSDP's and ZeRO-3's gathers need every rank in each; TRL's generate syncs them
-        return "several processes"
-    if trainer.use_vllm or trainer.use_transformers_continuous_batching or trainer._is_vlm:
-        return "generation is not plain transformers on a text model"
-    if trainer.args.generation_kwargs or trainer.top_k or trainer.min_p:
-        return "sampling settings beyond temperature and top-p"
-    if trainer.repetition_penalty != 1.0:
-        return "a repetition penalty"
-    return None
+from rlvr.rollouts import generation_context
 
 
 def sample_completions(trainer: Any, prompt_ids: Sequence[Sequence[int]]) -> list[list[int]]:
-    """One completion per prompt of the batch, in order, in TRL's generation context
-    (unwrapped model, no gradient checkpointing, full FSDP parameters)."""
+    """One completion per prompt of the batch, in order, in TRL's generation context."""
     import torch
-    from trl.extras.profiling import profiling_context
-    from trl.models import unwrap_model_for_generation
 
-    from rlvr.evaluation.sampling import Sampler, sample_tokens
+    from rlvr.evaluation.sampling import Sampler
 
-    distinct, samples_of = group_prompts(prompt_ids)
     eos = tuple(trainer.eos_token_ids)
     pad = trainer._tokenizer.pad_token_id
     sampler = Sampler(
@@ -51,27 +34,31 @@ def sample_completions(trainer: Any, prompt_ids: Sequence[Sequence[int]]) -> lis
         temperature=trainer.temperature,
         top_p=trainer.top_p,
     )
-    k = len(prompt_ids) // len(distinct) if samples_of is not None else 1
-    prompts = distinct if samples_of is not None else [list(p) for p in prompt_ids]
-    with (
-        profiling_context(trainer, "transformers.generate"),
-        unwrap_model_for_generation(
-            trainer.model_wrapped,
-            trainer.accelerator,
-            gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
-            generation_kwargs=trainer.generation_kwargs,
-            gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
-        ) as model,
-        torch.no_grad(),
-        trainer._dist.summon_full_params(trainer.model_wrapped, recurse=False),
-    ):
+    with generation_context(trainer) as model:
         device = next(model.parameters()).device
         seed = int(torch.randint(0, 2**62, (1,)).item())  # torch's global generator moves on
         generator = torch.Generator(device=device).manual_seed(seed)
-        drawn = sample_tokens(model, prompts, sampler, k=k, generator=generator).ids
-    if samples_of is None:
-        return [group[0] for group in drawn]
-    return [drawn[prompt][n] for prompt, n in samples_of]
+        return sample_rows(model, prompt_ids, sampler, generator)[0]
+
+
+def sample_rows(
+    model: Any, prompt_ids: Sequence[Sequence[int]], sampler: Any, generator: Any, logprobs=False
+) -> tuple[list[list[int]], list[list[float]] | None]:
+    """One completion per row of a batch that repeats its prompts (and each sampled token's
+    log-probability when ``logprobs``): each distinct prompt prefilled once for all its rows."""
+    from rlvr.evaluation.sampling import sample_tokens
+
+    distinct, samples_of = group_prompts(prompt_ids)
+    if samples_of is None:  # unequal repeats: every row drawn alone
+        distinct, samples_of = (
+            [list(p) for p in prompt_ids],
+            [(n, 0) for n in range(len(prompt_ids))],
+        )
+    k = len(prompt_ids) // len(distinct) if distinct else 1
+    drawn = sample_tokens(model, distinct, sampler, k, generator=generator, logprobs=logprobs)
+    ids = [drawn.ids[p][n] for p, n in samples_of]
+    scores = None if drawn.logprobs is None else [drawn.logprobs[p][n] for p, n in samples_of]
+    return ids, scores
 
 
 def group_prompts(
