@@ -39,9 +39,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         **kwargs,
     ):
         self._sampler_factory = sampler_factory
-        self.tool_episodes = (
-            tool_episodes  # agent rollouts as KV-cached episodes (rlvr.rollouts.tool_loop)
-        )
+        self.tool_episodes = tool_episodes  # agent rollouts as episodes (rlvr.rollouts.tool_loop)
         self._first_turn = False
         self._rollouts = None  # (prompt ids, episodes) of the batch, for _tool_call_loop
         self.mixture_sampler = None

@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from statistics import median
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
@@ -95,12 +96,6 @@ def per_second(run: Callable[[], object], n: int) -> float:
     start = time.perf_counter()
     run()
     return n / (time.perf_counter() - start)
-
-
-def median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def single_process(items: list[Item]) -> float:

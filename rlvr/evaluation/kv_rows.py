@@ -53,17 +53,18 @@ class GrowingLayer(DynamicLayer):
     def batch_repeat_interleave(self, repeats: int) -> None:
         """Each row ``repeats`` times in a row (the k samples of a prompt), spare columns kept."""
         if self.is_initialized:
-            keys, values = (b.repeat_interleave(repeats, 0) for b in self._buffers())
+            keys, values = (
+                b.repeat_interleave(repeats, 0) for b in (self.key_buffer, self.value_buffer)
+            )
             self._hold(keys, values, self.length)
 
     def batch_select_indices(self, indices: Any) -> None:
         """Only the rows ``indices`` (finished rows leave the batch), spare columns kept."""
         if self.is_initialized:
-            keys, values = (b.index_select(0, indices) for b in self._buffers())
+            keys, values = (
+                b.index_select(0, indices) for b in (self.key_buffer, self.value_buffer)
+            )
             self._hold(keys, values, self.length)
-
-    def _buffers(self) -> tuple[Any, Any]:
-        return self.key_buffer, self.value_buffer
 
 
 def spare_buffers(keys: Any, values: Any, capacity: int) -> tuple[Any, Any]:
