@@ -22,7 +22,8 @@ class RLVRGRPOTrainer(GRPOTrainer):
     ``async/staleness``). The overrides are the sampler, ``get_batch_samples`` (to see the
     next step's batch), ``_generate_single_turn`` (to serve the batch sampled ahead, to run
     agent rollouts as whole KV-cached episodes, ``rlvr.rollouts.tool_loop``, or to draw single turns
-    from the KV-cache sampler, ``kv_sampling``, ``rlvr.rollouts.single_turn``), ``_tool_call_loop`` (to
+    from the KV-cache sampler, ``kv_sampling``, ``rlvr.rollouts.single_turn``, grading rows
+    that end early on a background thread, ``score_ahead``), ``_tool_call_loop`` (to
     hand those episodes over in TRL's shapes), ``_get_per_token_logps_and_entropies`` (the
     log-prob forward in length-sorted chunks cut to their rows' columns, each distinct prompt
     encoded once: ``trim_padding``, ``share_prompts``, ``rlvr.lean_forward.trimmed``) and the checkpoint save/load of the batch held ahead."""
@@ -34,6 +35,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         async_generation=False,
         tool_episodes=True,
         kv_sampling=True,
+        score_ahead=True,
         trim_padding=True,
         share_prompts=True,
         **kwargs,
@@ -42,6 +44,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self.tool_episodes = tool_episodes  # agent rollouts as episodes (rlvr.rollouts.tool_loop)
         self._first_turn = False
         self._rollouts = None  # (prompt ids, episodes) of the batch, for _tool_call_loop
+        self._batch_inputs: list | None = None  # the rows being generated for, to score ahead
         self.mixture_sampler = None
         self.generation_seconds = 0.0
         super().__init__(*args, **kwargs)
@@ -52,6 +55,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self._next_batch = None  # the next step's generation batch, once seen
         self._lean_forward = self._build_lean_forward(trim_padding, share_prompts)
         self.kv_sampling = kv_sampling and sampler_unsupported(self) is None
+        self.score_ahead = score_ahead  # with kv_sampling: grade rows as they end
 
     def _build_lean_forward(self, trim: bool, share: bool):
         """The cheaper log-prob forward (``rlvr.lean_forward.trimmed``), or None for TRL's: it needs
@@ -103,7 +107,11 @@ class RLVRGRPOTrainer(GRPOTrainer):
         if inputs and "id" in inputs[0]:
             ids = list(dict.fromkeys(str(x["id"]) for x in inputs))
             self.data_id_log(self.state.global_step + 1, ids)
-        output = super()._generate_and_score_completions(inputs)
+        self._batch_inputs = inputs
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._batch_inputs = None
         if training and self.mixture_sampler is not None:
             step = self.state.global_step
             for domain, weight in self.mixture_sampler.weights_at_step(step).items():
@@ -171,9 +179,11 @@ class RLVRGRPOTrainer(GRPOTrainer):
             return rollouts.first_turns, None
         if self.lookahead is None or not self.model.training:
             if self.kv_sampling and not multimodal_fields and not has_tool_images:
-                from rlvr.rollouts.single_turn import sample_completions
+                from rlvr.rollouts.single_turn import sample_completions, scoring_ahead
 
-                return sample_completions(self, prompt_ids), None
+                inputs = self._batch_inputs
+                ahead = scoring_ahead(self, prompt_ids, inputs) if self.score_ahead else None
+                return sample_completions(self, prompt_ids, ahead), None
             return super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
@@ -233,6 +243,8 @@ class RLVRGRPOTrainer(GRPOTrainer):
         finally:
             if self.lookahead is not None:
                 self.lookahead.close()
+            for scores in {getattr(f, "batch_scores", None) for f in self.reward_funcs} - {None}:
+                scores.early.close()
 
     def generation_facts(self) -> dict[str, Any]:
         """For the run summary: whether generation ran ahead, and its staleness and waits."""

@@ -136,6 +136,7 @@ class StepClock:
     step_start: float = 0.0
     last_generation: float = 0.0
     last_reward: float = 0.0
+    last_ahead: float = 0.0
     last_teacher: float = 0.0
 
 
@@ -159,10 +160,13 @@ class MetricsFileCallback(TrainerCallback):
         gen_s = gen_total - self.clock.last_generation
         reward_s = self.reward_timer.reward_s - self.clock.last_reward
         self.clock.last_generation, self.clock.last_reward = gen_total, self.reward_timer.reward_s
+        ahead_total = getattr(self.reward_timer, "ahead_s", 0.0)
+        ahead_s, self.clock.last_ahead = ahead_total - self.clock.last_ahead, ahead_total
         self.pending = {
             "time/step_s": step_s,
             "time/generation_s": gen_s,
-            "time/reward_s": reward_s,
+            "time/reward_s": reward_s,  # on the step's path
+            "time/reward_ahead_s": ahead_s,  # graded during generation, inside generation_s
         }
         teacher_total = getattr(trainer, "teacher_seconds", None)  # distillation only
         teacher_s = 0.0

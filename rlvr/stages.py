@@ -213,6 +213,7 @@ def grpo(
         async_generation=run.trainer.async_generation,
         tool_episodes=run.trainer.tool_episodes,
         kv_sampling=run.trainer.kv_sampling,
+        score_ahead=run.trainer.score_ahead,
         trim_padding=run.trainer.trim_padding,
         share_prompts=run.trainer.share_prompts,
         **trainer_kwargs(dataset["environment"]),  # agent rows: TRL's environment_factory

@@ -154,7 +154,9 @@ def run_path(path: str, model_dir: str, args: dict[str, Any]) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     episodes = [e for r in results for e in r]
     texts = [r[0].text for r in run(model, tokenizer, rows, greedy, batch_size=args["batch_size"])]
+    single = single_turn_rate(model, tokenizer, rows, args) if path == "kv-cached" else None
     return {
+        "single_turn_tokens_per_s": single,
         "seconds": seconds,
         "episodes": len(episodes),
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -163,6 +165,26 @@ def run_path(path: str, model_dir: str, args: dict[str, Any]) -> dict[str, Any]:
         "score": sum(e.verdict.score for e in episodes) / len(episodes),
         "greedy_texts": texts,
     }
+
+
+def single_turn_rate(model, tokenizer, rows, args: dict[str, Any]) -> float:
+    """Tokens per second of plain single-turn sampling from the episodes' first prompts (same
+    k, budget and batch): the speed an episode would run at if its turns cost nothing extra."""
+    import torch
+
+    from rlvr.evaluation.episodes import episode_tokenizer, start_episode
+    from rlvr.evaluation.sampling import Sampler, sample_tokens
+
+    tokenizer = episode_tokenizer(tokenizer)
+    prompts = [start_episode(tokenizer, dict(row)).prompt_ids for row in rows]
+    sampler = Sampler(args["budget"], (tokenizer.eos_token_id,), tokenizer.pad_token_id)
+    per_batch = max(1, args["batch_size"] // args["k"])
+    generator = torch.Generator().manual_seed(1)
+    start, tokens = time.perf_counter(), 0
+    for i in range(0, len(prompts), per_batch):
+        drawn = sample_tokens(model, prompts[i : i + per_batch], sampler, args["k"], generator)
+        tokens += sum(len(ids) for per_prompt in drawn.ids for ids in per_prompt)
+    return tokens / (time.perf_counter() - start)
 
 
 TRL_FORWARD = ["trainer.trim_padding=false", "trainer.share_prompts=false"]
@@ -257,6 +279,13 @@ def main() -> None:
         )  # fmt: skip
     same = sum(a == b for a, b in zip(new["greedy_texts"], old["greedy_texts"], strict=True))
     log.info("ratio kv-cached / re-encoding: %.2fx faster", old["seconds"] / new["seconds"])
+    episode_rate = new["tokens"] * new["episodes"] / new["seconds"]
+    log.info(
+        "tokens/s: episodes %.0f (model turns and tool results), single-turn sampling from the "
+        "same prompts %.0f: episodes at %.2fx the speed of single-turn generation",
+        episode_rate, new["single_turn_tokens_per_s"],
+        episode_rate / new["single_turn_tokens_per_s"],
+    )  # fmt: skip
     log.info("greedy episodes identical on both paths: %d/%d", same, len(new["greedy_texts"]))
     if args.grpo_steps:
         import tempfile

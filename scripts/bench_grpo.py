@@ -16,7 +16,10 @@ Both arms train the same SFT'd tiny model on the same rows with the same ``GRPOC
 - rlvr-generate: rlvr with ``trainer.kv_sampling=false``, so it samples with TRL's
   ``model.generate`` as bare does: same completions as bare, hence the overhead ratio. The
   default rlvr arm draws from the KV-cache sampler (same distribution, other draws), so its
-  ratio to bare is what a user gains.
+  ratio to bare is what a user gains;
+- rlvr-score-after: rlvr with ``trainer.score_ahead=false``: the batch is graded after
+  generation ends, as TRL does, instead of grading rows on a background thread as they end
+  (the default); the two arms' reward shares show what the overlap hides.
 
 Each arm runs in its own process; the script samples the arm's process tree for peak RSS
 (trainer plus verifier workers and sandboxes) and the arm reports its own peak. Step time is
@@ -62,7 +65,12 @@ COMMON = [
 ]
 
 
-ARMS = {"bare": [], "rlvr-generate": ["trainer.kv_sampling=false"], "rlvr": []}
+ARMS = {
+    "bare": [],
+    "rlvr-generate": ["trainer.kv_sampling=false"],
+    "rlvr-score-after": ["trainer.score_ahead=false"],
+    "rlvr": [],
+}
 
 
 def arm_overrides(arm: str, scenario: str, init_from: str, steps: int, out: Path) -> list[str]:
@@ -106,6 +114,7 @@ def run_rlvr(overrides: list[str], out: Path, arm: str) -> dict:
         "step_s": [r["time/step_s"] for r in steps],
         "generation_s": [r["time/generation_s"] for r in steps],
         "reward_s": [r["time/reward_s"] for r in steps],
+        "ahead_s": [r.get("time/reward_ahead_s", 0.0) for r in steps],
     }
 
 
@@ -261,14 +270,21 @@ def summary(result: dict) -> dict:
         return sum(values) / len(values)
 
     step, gen, reward = mean("step_s"), mean("generation_s"), mean("reward_s")
-    return {"step": step, "gen": gen, "reward": reward, "update": max(step - gen - reward, 0.0)}
+    ahead = mean("ahead_s") if "ahead_s" in result else 0.0
+    return {
+        "step": step,
+        "gen": gen,
+        "reward": reward,
+        "ahead": ahead,
+        "update": max(step - gen - reward, 0.0),
+    }
 
 
 def row(name: str, result: dict) -> str:
     s = summary(result)
     return (
         f"{name:<26} {1 / s['step']:>8.3f} {s['step']:>7.2f} {s['gen']:>6.2f} {s['reward']:>7.3f}"
-        f" {s['update']:>7.2f} {100 * s['reward'] / s['step']:>7.1f}%"
+        f" {s['update']:>7.2f} {100 * s['reward'] / s['step']:>7.1f}% {s['ahead']:>7.3f}"
         f" {result['self_peak_rss_mb']:>9.0f} {result['tree_peak_rss_mb']:>9.0f}"
         f" {sum(result['mean_length']) / max(1, len(result['mean_length'])):>8.1f}"
     )
@@ -303,19 +319,24 @@ def main() -> None:
         f"cpu cores: {os.cpu_count()}  load average: {os.getloadavg()[0]:.2f}  steps: {args.steps}"
     )
     header = f"{'arm':<26} {'steps/s':>8} {'step s':>7} {'gen s':>6} {'reward s':>7}"
-    print(header + f" {'update s':>7} {'reward%':>8} {'RSS MB':>9} {'tree MB':>9} {'tokens':>8}")
+    header += f" {'update s':>7} {'reward%':>8} {'ahead s':>7}"
+    print(header + f" {'RSS MB':>9} {'tree MB':>9} {'tokens':>8}")
     for (scenario, arm), result in results.items():
         print(row(f"{scenario}/{arm}", result))
     for scenario in args.scenarios:
         same, bare = summary(results[scenario, "rlvr-generate"]), summary(results[scenario, "bare"])
         rlvr = summary(results[scenario, "rlvr"])
+        after = summary(results[scenario, "rlvr-score-after"])
         rss = results[scenario, "rlvr"]["self_peak_rss_mb"]
         bare_rss = results[scenario, "bare"]["self_peak_rss_mb"]
         print(
             f"{scenario}: rlvr-generate / bare step time {same['step'] / bare['step']:.3f}x"
             f" (same completions: rlvr's overhead, target <= 1.05 on math); rlvr / bare"
             f" {rlvr['step'] / bare['step']:.3f}x, generation {rlvr['gen'] / bare['gen']:.3f}x;"
-            f" trainer peak RSS {rss / bare_rss:.3f}x (target <= 1.10)"
+            f" trainer peak RSS {rss / bare_rss:.3f}x (target <= 1.10); reward"
+            f" {100 * rlvr['reward'] / rlvr['step']:.1f}% of the step with scoring ahead"
+            f" ({100 * after['reward'] / after['step']:.1f}% graded after generation,"
+            f" step {rlvr['step'] / after['step']:.3f}x of that; target <= 10%)"
         )
 
 

@@ -204,6 +204,10 @@ class TrainerConfig:
     # prefilled once, finished rows leave the batch); false: TRL's model.generate. Plain
     # transformers generation with temperature and top-p only, one process; otherwise TRL's.
     kv_sampling: bool = True
+    # With kv_sampling: rows that end while the batch still decodes are graded on a background
+    # thread (rlvr.rewards.early), so scoring overlaps generation; false: the whole batch is
+    # graded after generation, as TRL does. Same verdicts either way.
+    score_ahead: bool = True
     # The policy's log-prob forward in length-sorted chunks cut to the columns their rows use
     # (rlvr.lean_forward.trimmed): same log-probs, no padding to the batch's longest row. Single
     # process, rotary models; false: TRL's one padded forward.

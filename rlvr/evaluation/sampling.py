@@ -11,7 +11,7 @@ come from the caller's ``torch.Generator`` only, never from torch's global one.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 # Finished rows are dropped once they are this fraction of the batch (or all of it): each drop
@@ -50,9 +50,13 @@ def sample_tokens(
     k: int = 1,
     generator=None,
     logprobs: bool = False,
+    on_finished: Callable[[list[int], list[list[int]]], None] | None = None,
 ) -> Samples:
     """k completions for each prompt, in prompt order; ``generator`` draws every sample
-    (required unless greedy). ``logprobs`` also returns each sampled token's log-probability."""
+    (required unless greedy). ``logprobs`` also returns each sampled token's log-probability.
+    ``on_finished(rows, ids)`` hears of rows as they leave the batch while others still decode
+    (row ``p * k + n`` is prompt ``p``'s sample ``n``; ids up to and including the end token),
+    so a caller can start scoring them; rows that end with the batch are not reported."""
     import torch
 
     if generator is None and not sampler.greedy:
@@ -86,6 +90,8 @@ def sample_tokens(
             if finished == len(done) or step + 1 == sampler.max_new_tokens:
                 break
             if finished >= max(1, len(done) * COMPACT_FRACTION):
+                if on_finished is not None:
+                    _report(on_finished, rows, tokens, done, step + 1, sampler.eos_token_ids)
                 keep = (~done).nonzero().squeeze(1)
                 cache.batch_select_indices(keep)
                 rows, token, mask, positions, done = (
@@ -99,6 +105,12 @@ def sample_tokens(
                 model, ids, mask if padded else None, positions, cache, last_only=False
             )
     return _unpad(tokens, scores, sampler.eos_token_ids, k)
+
+
+def _report(on_finished, rows, tokens, done, width: int, eos_token_ids) -> None:
+    """Tell ``on_finished`` of the rows about to leave: their output rows and token ids."""
+    leaving = rows[done]
+    on_finished(leaving.tolist(), _until_end(tokens[leaving, :width].tolist(), eos_token_ids))
 
 
 def nucleus(probs, top_p: float):
@@ -181,15 +193,17 @@ def _left_pad(prompt_ids: Sequence[Sequence[int]], pad: int, device):
 
 
 def _unpad(tokens, scores, eos_token_ids: Sequence[int], k: int) -> Samples:
-    ends = set(eos_token_ids)
-    ids: list[list[int]] = []
-    for row in tokens.tolist():
-        stop = next((i + 1 for i, t in enumerate(row) if t in ends), len(row))
-        ids.append(row[:stop])
+    ids = _until_end(tokens.tolist(), eos_token_ids)
     lps = None
     if scores is not None:
         lps = [lp[: len(i)] for i, lp in zip(ids, scores.tolist(), strict=True)]
     return Samples(_group(ids, k), _group(lps, k) if lps is not None else None)
+
+
+def _until_end(rows: list[list[int]], eos_token_ids: Sequence[int]) -> list[list[int]]:
+    """Each row up to and including its first end token."""
+    ends = set(eos_token_ids)
+    return [row[: next((i + 1 for i, t in enumerate(row) if t in ends), len(row))] for row in rows]
 
 
 def _group(rows: list, k: int) -> list[list]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.agent import rollout_text, score_rollouts
+from rlvr.rewards.early import EarlyScores
 from rlvr.rewards.parallel import ParallelReward
 from verifiers import Status, Verdict
 
@@ -61,9 +62,11 @@ class ErrorBudget:
 
 @dataclass
 class StepTimer:
-    """Seconds spent scoring, accumulated between log steps (compute accounting)."""
+    """Seconds spent scoring, accumulated between log steps (compute accounting): on the
+    step's path (``reward_s``), and ahead, overlapped with generation (``ahead_s``)."""
 
     reward_s: float = 0.0
+    ahead_s: float = 0.0
 
 
 def group_zero_variance_fraction(ids: Sequence[str], scores: Sequence[float]) -> float:
@@ -136,6 +139,7 @@ class BatchScores:
         self.timer = timer
         self.completions: Any = None
         self.by_row: dict[int, tuple[tuple[str, dict, str], Verdict]] = {}
+        self.early = EarlyScores(scorer)
 
     def rows(self, domain: str, completions: list, kwargs: dict[str, Any]):
         """(batch positions, items, verdicts) of ``domain``'s rows in this batch."""
@@ -146,17 +150,25 @@ class BatchScores:
 
     def _score(self, completions: list, kwargs: dict[str, Any]) -> None:
         start = time.perf_counter()
+        ahead = self.early.collect()
+        self.timer.ahead_s = self.early.seconds
         rows = [i for i, d in enumerate(kwargs["domain"]) if d in self.domains]
-        items = [
-            (
-                rollout_text(completions[i]),
-                json.loads(kwargs["reference"][i]),
-                kwargs["verifier"][i],
-            )
+        keys = [
+            (i, rollout_text(completions[i]), kwargs["reference"][i], kwargs["verifier"][i])
             for i in rows
         ]
+        items = [(text, json.loads(ref), verifier) for _, text, ref, verifier in keys]
         environments = kwargs.get("environments")
-        verdicts = score_rollouts(items, rows, environments, self.scorer, self.format_gate)
+        # a live episode's verdict comes first; rows scored ahead never ran in one
+        verdicts = [None if environments else ahead.get(key) for key in keys]
+        todo = [k for k, v in enumerate(verdicts) if v is None]
+        if todo:
+            scored = score_rollouts(
+                [items[k] for k in todo], [rows[k] for k in todo], environments,
+                self.scorer, self.format_gate,
+            )  # fmt: skip
+            for k, verdict in zip(todo, scored, strict=True):
+                verdicts[k] = verdict
         self.by_row = dict(zip(rows, zip(items, verdicts, strict=True), strict=True))
         self.completions = completions
         self.timer.reward_s += time.perf_counter() - start
@@ -228,7 +240,10 @@ def build_reward_functions(
     table = CompletionTable()
     scores = BatchScores(domains, scorer, format_gate, timer)
     last = len(domains) - 1
-    return [
+    functions = [
         make_domain_reward(d, scores, budget, table, i == last, parallel)
         for i, d in enumerate(domains)
     ]
+    for function in functions:  # where the trainer hands over rows to score ahead
+        function.batch_scores = scores
+    return functions

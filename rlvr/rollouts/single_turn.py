@@ -13,14 +13,19 @@ reproducible from its seed as TRL's own path (whose draws differ token for token
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlvr.rollouts import generation_context
 
+Finished = Callable[[list[int], list[list[int]]], None]  # (batch rows, their completion ids)
 
-def sample_completions(trainer: Any, prompt_ids: Sequence[Sequence[int]]) -> list[list[int]]:
-    """One completion per prompt of the batch, in order, in TRL's generation context."""
+
+def sample_completions(
+    trainer: Any, prompt_ids: Sequence[Sequence[int]], on_finished: Finished | None = None
+) -> list[list[int]]:
+    """One completion per prompt of the batch, in order, in TRL's generation context;
+    ``on_finished(rows, ids)`` hears of the batch rows that end while others still decode."""
     import torch
 
     from rlvr.evaluation.sampling import Sampler
@@ -38,14 +43,64 @@ def sample_completions(trainer: Any, prompt_ids: Sequence[Sequence[int]]) -> lis
         device = next(model.parameters()).device
         seed = int(torch.randint(0, 2**62, (1,)).item())  # torch's global generator moves on
         generator = torch.Generator(device=device).manual_seed(seed)
-        return sample_rows(model, prompt_ids, sampler, generator)[0]
+        return sample_rows(model, prompt_ids, sampler, generator, on_finished=on_finished)[0]
+
+
+def scoring_ahead(
+    trainer: Any, prompt_ids: Sequence[Sequence[int]], inputs: Sequence[dict] | None
+) -> Finished | None:
+    """A hook that hands rows ending while the batch still decodes to the reward bridge, which
+    grades them on a background thread (``rlvr.rewards.early``): each row's text is built as
+    TRL will build it for the reward functions (parsed with the tokenizer's response template
+    where it has one). None where the bridge is not the reward or rows run in environments."""
+    from trl.chat_template_utils import parse_response
+    from trl.data_utils import is_conversational
+
+    from rlvr.agent import rollout_text
+    from rlvr.rewards.early import early_keys
+
+    funcs = trainer.reward_funcs
+    scores = getattr(funcs[0], "batch_scores", None) if len(funcs) == 1 else None
+    if scores is None or inputs is None or len(inputs) != len(prompt_ids):
+        return None
+    if trainer.tools or trainer.environment_factories is not None:
+        return None
+    tokenizer, chat = trainer._tokenizer, is_conversational(inputs[0])
+    parsed = chat and (
+        getattr(tokenizer, "response_template", None) is not None
+        or getattr(tokenizer, "response_schema", None) is not None
+    )
+
+    def completion(row: int, ids: list[int]) -> Any:  # as TRL 1.16's _generate decodes it
+        if parsed:
+            return [parse_response(tokenizer, ids, prefix=prompt_ids[row], tools=trainer.tools)]
+        text = trainer.processing_class.decode(ids, skip_special_tokens=True)
+        return [{"role": "assistant", "content": text}] if chat else text
+
+    def finished(rows: list[int], ids: list[list[int]]) -> None:
+        ready, texts = [], []
+        for row, row_ids in zip(rows, ids, strict=True):
+            try:
+                texts.append(rollout_text(completion(row, row_ids)))
+            except Exception:  # left to TRL's own decoding and the reward call
+                continue
+            ready.append(row)
+        scores.early.submit(early_keys(ready, texts, inputs, scores.domains))
+
+    return finished
 
 
 def sample_rows(
-    model: Any, prompt_ids: Sequence[Sequence[int]], sampler: Any, generator: Any, logprobs=False
+    model: Any,
+    prompt_ids: Sequence[Sequence[int]],
+    sampler: Any,
+    generator: Any,
+    logprobs: bool = False,
+    on_finished: Finished | None = None,
 ) -> tuple[list[list[int]], list[list[float]] | None]:
     """One completion per row of a batch that repeats its prompts (and each sampled token's
-    log-probability when ``logprobs``): each distinct prompt prefilled once for all its rows."""
+    log-probability when ``logprobs``): each distinct prompt prefilled once for all its rows.
+    ``on_finished`` is told of rows (positions in ``prompt_ids``) that end early."""
     from rlvr.evaluation.sampling import sample_tokens
 
     distinct, samples_of = group_prompts(prompt_ids)
@@ -55,7 +110,16 @@ def sample_rows(
             [(n, 0) for n in range(len(prompt_ids))],
         )
     k = len(prompt_ids) // len(distinct) if distinct else 1
-    drawn = sample_tokens(model, distinct, sampler, k, generator=generator, logprobs=logprobs)
+    heard = None
+    if on_finished is not None:  # the sampler's rows (prompt p's sample n is p * k + n) -> ours
+        row_of = {p * k + n: row for row, (p, n) in enumerate(samples_of)}
+
+        def heard(rows: list[int], ids: list[list[int]]) -> None:
+            on_finished([row_of[r] for r in rows], ids)
+
+    drawn = sample_tokens(
+        model, distinct, sampler, k, generator=generator, logprobs=logprobs, on_finished=heard
+    )
     ids = [drawn.ids[p][n] for p, n in samples_of]
     scores = None if drawn.logprobs is None else [drawn.logprobs[p][n] for p, n in samples_of]
     return ids, scores
