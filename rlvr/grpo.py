@@ -35,7 +35,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         async_generation=False,
         tool_episodes=True,
         kv_sampling=True,
-        score_ahead=True,
+        score_ahead: bool | None = None,
         trim_padding=True,
         share_prompts=True,
         **kwargs,
@@ -55,7 +55,9 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self._next_batch = None  # the next step's generation batch, once seen
         self._lean_forward = self._build_lean_forward(trim_padding, share_prompts)
         self.kv_sampling = kv_sampling and sampler_unsupported(self) is None
-        self.score_ahead = score_ahead  # with kv_sampling: grade rows as they end
+        if score_ahead is None:  # with kv_sampling: grade rows as they end, beside a GPU
+            score_ahead = self.accelerator.device.type != "cpu"
+        self.score_ahead = score_ahead
 
     def _build_lean_forward(self, trim: bool, share: bool):
         """The cheaper log-prob forward (``rlvr.lean_forward.trimmed``), or None for TRL's: it needs

@@ -47,6 +47,7 @@ def ending_token(model, batch) -> int:
 
 def test_the_sampler_reports_each_early_row_once_with_its_final_ids(model_dir, tmp_path):  # noqa: F811
     trainer, rows = build_trainer(model_dir, tmp_path, True)
+    assert trainer.score_ahead is False  # by default only beside an accelerator
     model = trainer.model
     batch = prompt_batch(trainer, rows, [i for i in range(6) for _ in range(4)])
     end = ending_token(model, batch)
@@ -83,12 +84,15 @@ def test_rows_scored_ahead_are_not_scored_again_and_keep_their_verdicts():
     background = [texts for thread, texts in scorer.calls if thread.startswith("rlvr-early")]
     on_call = [texts for thread, texts in scorer.calls if not thread.startswith("rlvr-early")]
     assert sum(len(t) for t in background) == 6
-    assert on_call == [[texts[5], *texts[6:]]]
+    distinct = {(texts[i], rows[i]["reference"]): texts[i] for i in [5, *range(6, len(rows))]}
+    assert on_call == [list(distinct.values())]  # the rest, identical rows once
     assert timer.ahead_s > 0
     # the next batch starts with nothing ahead: every row graded on the call
     scorer.calls.clear()
     assert reward(["q"] * len(rows), list(texts), **reward_kwargs(rows)) == expected
-    assert [len(t) for _, t in scorer.calls] == [len(rows)]
+    assert [len(t) for _, t in scorer.calls] == [
+        len({(t, r["reference"]) for t, r in zip(texts, rows, strict=True)})
+    ]
     early.close()
 
 
@@ -101,23 +105,46 @@ def test_grpo_scores_early_rows_ahead_and_each_completion_once(model_dir, tmp_pa
     from rlvr.grpo import RLVRGRPOTrainer
 
     rows = micro.generate("math", 6, seed=2, split="heldout")
-    scorer, timer = CountingScorer(), StepTimer()
+    scorer, timer, budget = CountingScorer(), StepTimer(), ErrorBudget(0.05, 1)
     trainer = RLVRGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
         processing_class=tiny_model.build_tokenizer(),
-        reward_funcs=build_reward_functions(["math"], scorer, ErrorBudget(0.05, 1), timer),
+        reward_funcs=build_reward_functions(["math"], scorer, budget, timer),
         args=GRPOConfig(
             output_dir=str(tmp_path), per_device_train_batch_size=12, num_generations=4,
             max_completion_length=24, temperature=1e-4, top_k=0, beta=0.0, report_to=[],
             use_cpu=True, save_strategy="no", seed=0, max_steps=2, learning_rate=1e-5,
         ),
         train_dataset=Dataset.from_list(rows),
+        score_ahead=True,  # on CPU the default grades after generation
     )  # fmt: skip
     batch = prompt_batch(trainer, rows, list(range(6)))
     trainer.eos_token_ids = [*trainer.eos_token_ids, ending_token(trainer.model, batch)]
     trainer.train()
     background = sum(len(t) for thread, t in scorer.calls if thread.startswith("rlvr-early"))
     total = sum(len(t) for _, t in scorer.calls)
-    assert total == 2 * 12  # two steps of 3 prompts x 4 completions, each graded once
-    assert 0 < background < total
+    assert budget.seen["math"] == 2 * 12  # two steps of 3 prompts x 4 completions, all scored
+    assert 0 < background < total <= 2 * 12  # none graded twice
     assert timer.ahead_s > 0
+
+
+def test_identical_rows_are_graded_once_and_share_the_verdict():
+    rows = micro.generate("math", 40, seed=1, difficulty=1, split="train")
+    rows = list({r["reference"]: r for r in rows}.values())[:4]  # four different problems
+    golds = [json.loads(r["reference"])["answer"] for r in rows]
+    batch = [r for r in rows for _ in range(4)]  # a group of four samples per prompt
+    texts = [f"Answer: {golds[i // 4]}" if i % 4 < 2 else f"Answer: {1000 + i}" for i in range(16)]
+    scorer = CountingScorer()
+    (reward,) = build_reward_functions(["math"], scorer, ErrorBudget(0.05, 1), StepTimer())
+    scores = reward(["q"] * 16, texts, **reward_kwargs(batch))
+    graded = [t for _, call in scorer.calls for t in call]
+    assert len(graded) == 12  # per prompt: the right answer once, two distinct wrong ones
+    assert scores == [1.0 if i % 4 < 2 else 0.0 for i in range(16)]
+    # the same text under another prompt is another item: graded against its own reference
+    scorer.calls.clear()
+    same = ["Answer: " + golds[0]] * 16
+    scores = reward(["q"] * 16, same, **reward_kwargs(batch))
+    assert len([t for _, call in scorer.calls for t in call]) == 4
+    assert scores[:4] == [1.0] * 4 and all(
+        s == float(golds[i // 4] == golds[0]) for i, s in enumerate(scores)
+    )

@@ -206,8 +206,10 @@ class TrainerConfig:
     kv_sampling: bool = True
     # With kv_sampling: rows that end while the batch still decodes are graded on a background
     # thread (rlvr.rewards.early), so scoring overlaps generation; false: the whole batch is
-    # graded after generation, as TRL does. Same verdicts either way.
-    score_ahead: bool = True
+    # graded after generation, as TRL does. Same verdicts either way. null (default): on where
+    # the policy generates on an accelerator; off on CPU, where grading would take cores from
+    # the sampler (measured on 2 cores: steps 5-10% slower with it).
+    score_ahead: bool | None = None
     # The policy's log-prob forward in length-sorted chunks cut to the columns their rows use
     # (rlvr.lean_forward.trimmed): same log-probs, no padding to the batch's longest row. Single
     # process, rotary models; false: TRL's one padded forward.

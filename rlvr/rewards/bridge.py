@@ -162,13 +162,19 @@ class BatchScores:
         # a live episode's verdict comes first; rows scored ahead never ran in one
         verdicts = [None if environments else ahead.get(key) for key in keys]
         todo = [k for k, v in enumerate(verdicts) if v is None]
-        if todo:
+        # identical text rows (same completion, reference and verifier: a group's repeated
+        # samples) are graded once; rows in live environments each keep their own episode
+        first: dict[Any, int] = {}
+        for k in todo:
+            first.setdefault(k if environments else keys[k][1:], k)
+        if first:
             scored = score_rollouts(
-                [items[k] for k in todo], [rows[k] for k in todo], environments,
-                self.scorer, self.format_gate,
+                [items[k] for k in first.values()], [rows[k] for k in first.values()],
+                environments, self.scorer, self.format_gate,
             )  # fmt: skip
-            for k, verdict in zip(todo, scored, strict=True):
-                verdicts[k] = verdict
+            graded = dict(zip(first, scored, strict=True))
+            for k in todo:
+                verdicts[k] = graded[k if environments else keys[k][1:]]
         self.by_row = dict(zip(rows, zip(items, verdicts, strict=True), strict=True))
         self.completions = completions
         self.timer.reward_s += time.perf_counter() - start

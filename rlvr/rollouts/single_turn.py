@@ -59,8 +59,8 @@ def scoring_ahead(
     from rlvr.agent import rollout_text
     from rlvr.rewards.early import early_keys
 
-    funcs = trainer.reward_funcs
-    scores = getattr(funcs[0], "batch_scores", None) if len(funcs) == 1 else None
+    shared = {getattr(f, "batch_scores", None) for f in trainer.reward_funcs}
+    scores = shared.pop() if len(shared) == 1 else None  # every function the one bridge's
     if scores is None or inputs is None or len(inputs) != len(prompt_ids):
         return None
     if trainer.tools or trainer.environment_factories is not None:
