@@ -18,9 +18,21 @@ Entry = tuple[int, Any, dict, "str | bytes", str]
 STATUS = {s.value: s for s in Status}
 
 
-def verdict_from_answer(answer: tuple[float, str, str | None, str]) -> Verdict:
+MAX_KEPT_VERDICTS = 4096  # distinct answers kept for reuse; cheap checks repeat a few
+
+
+def verdict_from_answer(
+    answer: tuple[float, str, str | None, str], kept: dict[tuple, Verdict] | None = None
+) -> Verdict:
+    """The verdict of a worker's answer; with ``kept``, equal answers share one (immutable)
+    Verdict, built once: for checks of a few microseconds building it was the pool's cost."""
+    if kept is not None and answer in kept:
+        return kept[answer]
     score, status, extracted, details = answer
-    return Verdict(score, STATUS[status], extracted, details)
+    verdict = Verdict(score, STATUS[status], extracted, details)
+    if kept is not None and len(kept) < MAX_KEPT_VERDICTS:
+        kept[answer] = verdict
+    return verdict
 
 
 def cost_key(verifier: Any) -> str:

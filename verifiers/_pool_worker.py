@@ -15,6 +15,7 @@ every attempt, as a poisonous input would.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import signal
@@ -24,6 +25,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from verifiers._pool_progress import ProgressCell
+from verifiers.verdict import Status, Verdict, clip
 
 READY = "ready"
 FAULT_ENV = "RLVR_VERIFIER_POOL_FAULT"
@@ -52,28 +54,30 @@ class _Grader:
     """Verifiers built by name and unpickled objects, each kept for the worker's lifetime."""
 
     def __init__(self, options: dict[str, dict[str, Any]]) -> None:
+        from verifiers.api import verify
         from verifiers.registry import get_verifier
 
         self.get_verifier = get_verifier
+        self.verify = verify  # bound once: an import per item costs a tenth of a cheap check
         self.options = options
         self.by_name: dict[str, Any] = {}
         self.by_payload: dict[bytes, Any] = {}
         self.fault = _fault()
+        self.loaded = False  # a verifier was built since the last chunk
 
     def verifier(self, ref: str | bytes) -> Any:
         """The verifier an item names; raises when it cannot be built or unpickled."""
         if isinstance(ref, str):
             if ref not in self.by_name:
                 self.by_name[ref] = self.get_verifier(ref, **self.options.get(ref, {}))
+                self.loaded = True
             return self.by_name[ref]
         if ref not in self.by_payload:
             self.by_payload[ref] = pickle.loads(ref)
+            self.loaded = True
         return self.by_payload[ref]
 
     def grade(self, index: int, completion: Any, reference: Any, ref: str | bytes, fmt: Any):
-        from verifiers.api import verify
-        from verifiers.verdict import Status, Verdict, clip
-
         try:
             verifier = self.verifier(ref)
         except Exception as exc:  # unknown name, unimportable class: an infrastructure error
@@ -81,7 +85,7 @@ class _Grader:
         name = getattr(verifier, "name", None)
         if self.fault and name == self.fault[0] and index % self.fault[1] == 0:
             os.kill(os.getpid(), signal.SIGKILL)
-        verdict = verify(completion, reference, verifier, fmt)
+        verdict = self.verify(completion, reference, verifier, fmt)
         if verdict.status is Status.ERROR and "MemoryError" in verdict.details:
             # the answer made the grader exhaust its memory budget: a resource limit hit by
             # the model's output, like a timeout, not a verifier failure
@@ -98,6 +102,7 @@ def _serve(inbox: Connection, outbox: Connection, cell: ProgressCell, grader: _G
             return
         fmt, payloads, entries = pickle.loads(message)
         answers, seconds = [], []
+        same: dict[tuple, tuple] = {}  # equal answers sent as one object (pickle's memo)
         for index, completion, reference, ref in entries:
             start = time.monotonic()
             verdict = grader.grade(
@@ -105,12 +110,14 @@ def _serve(inbox: Connection, outbox: Connection, cell: ProgressCell, grader: _G
             )
             end = time.monotonic()
             seconds.append(end - start)
-            answers.append(
-                (verdict.score, verdict.status.value, verdict.extracted, verdict.details)
-            )
+            answer = (verdict.score, verdict.status.value, verdict.extracted, verdict.details)
+            answers.append(same.setdefault(answer, answer))
             done += 1
             cell.finished(done, end)
         outbox.send((answers, seconds))
+        if grader.loaded:  # a verifier's modules and tables are in: stop the GC walking them
+            grader.loaded = False
+            gc.freeze()
 
 
 def main(argv: list[str]) -> None:

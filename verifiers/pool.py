@@ -74,6 +74,7 @@ class _Batch:
     results: list[Verdict | None]
     pending: deque[Entry] = field(default_factory=deque)
     deaths: Counter[int] = field(default_factory=Counter)
+    verdicts: dict[tuple, Verdict] = field(default_factory=dict)  # equal answers, one Verdict
 
     def requeue(self, entries: Sequence[Entry]) -> None:
         self.pending.extendleft(reversed(entries))
@@ -280,7 +281,7 @@ class VerifierPool:
         chunk = worker.take_answered()
         self._learn(chunk, seconds)
         for entry, answer in zip(chunk, answers, strict=True):
-            batch.results[entry[0]] = verdict_from_answer(answer)
+            batch.results[entry[0]] = verdict_from_answer(answer, batch.verdicts)
 
     def _learn(self, chunk: list[Entry], seconds: list[float]) -> None:
         """Per-item cost by verifier, a running mean weighted towards the newest chunk."""

@@ -222,3 +222,33 @@ def test_warm_grades_the_items_once_on_every_worker() -> None:
         assert fresh.chunks_sent == 2  # one whole copy per worker
         assert {"math", "science_mcq", "science_numeric"} <= set(fresh.costs)
         assert fresh.verify_batch(MIXED[:7]) == [verify(c, r, v) for c, r, v in MIXED[:7]]
+
+
+@dataclass(frozen=True)
+class GcFreezeProbe:
+    """Wrong, with the worker's count of objects frozen out of the garbage collector."""
+
+    name: str = "gc_freeze_probe"
+
+    def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
+        import gc
+
+        return Verdict.wrong(details=str(gc.get_freeze_count()))
+
+
+def test_workers_freeze_what_a_new_verifier_loaded_after_its_first_chunk() -> None:
+    # a full collection walks every object a verifier imported (sympy: ~25 ms a collection),
+    # so a worker freezes its heap once a chunk that built a verifier is answered
+    with VerifierPool(1, timeout_s=20.0) as pool:
+        first = pool.verify_batch([("x", {}, GcFreezeProbe())])
+        later = pool.verify_batch([("x", {}, GcFreezeProbe())] * 3)
+    assert int(first[0].details) == 0
+    assert all(int(v.details) > 1000 for v in later)
+
+
+def test_equal_answers_share_one_verdict_and_keep_their_order(pool: VerifierPool) -> None:
+    items = [("Answer: B", MCQ, "science_mcq"), ("Answer: C", MCQ, "science_mcq")] * 50
+    verdicts = pool.verify_batch(items)
+    assert [v.status for v in verdicts] == [Status.CORRECT, Status.WRONG] * 50
+    assert len({id(v) for v in verdicts[0::2]}) == 1 and len({id(v) for v in verdicts[1::2]}) == 1
+    assert verdicts == [verify(c, r, v) for c, r, v in items]
