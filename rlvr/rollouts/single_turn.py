@@ -63,6 +63,8 @@ def scoring_ahead(
     scores = shared.pop() if len(shared) == 1 else None  # every function the one bridge's
     if scores is None or inputs is None or len(inputs) != len(prompt_ids):
         return None
+    if not inputs or any(key not in inputs[0] for key in ("domain", "reference", "verifier")):
+        return None  # not rows of the canonical schema: the bridge grades them at its call
     if trainer.tools or trainer.environment_factories is not None:
         return None
     tokenizer, chat = trainer._tokenizer, is_conversational(inputs[0])
