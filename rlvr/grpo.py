@@ -10,6 +10,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
 from rlvr.config import ConfigError
+from rlvr.rewards.bridge import bridge_scores
 from rlvr.rollouts import unsupported as sampler_unsupported
 from rlvr.runs import DataIdLog
 
@@ -245,7 +246,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         finally:
             if self.lookahead is not None:
                 self.lookahead.close()
-            for scores in {getattr(f, "batch_scores", None) for f in self.reward_funcs} - {None}:
+            if (scores := bridge_scores(self.reward_funcs)) is not None:
                 scores.early.close()
 
     def generation_facts(self) -> dict[str, Any]:

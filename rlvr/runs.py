@@ -160,7 +160,7 @@ class MetricsFileCallback(TrainerCallback):
         gen_s = gen_total - self.clock.last_generation
         reward_s = self.reward_timer.reward_s - self.clock.last_reward
         self.clock.last_generation, self.clock.last_reward = gen_total, self.reward_timer.reward_s
-        ahead_total = getattr(self.reward_timer, "ahead_s", 0.0)
+        ahead_total = self.reward_timer.ahead_s
         ahead_s, self.clock.last_ahead = ahead_total - self.clock.last_ahead, ahead_total
         self.pending = {
             "time/step_s": step_s,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.agent import rollout_text, score_rollouts
-from rlvr.rewards.early import EarlyScores
+from rlvr.rewards.early import EarlyScores, Key
 from rlvr.rewards.parallel import ParallelReward
 from verifiers import Status, Verdict
 
@@ -139,7 +139,7 @@ class BatchScores:
         self.timer = timer
         self.completions: Any = None
         self.by_row: dict[int, tuple[tuple[str, dict, str], Verdict]] = {}
-        self.early = EarlyScores(scorer)
+        self.early = EarlyScores(scorer, timer)
 
     def rows(self, domain: str, completions: list, kwargs: dict[str, Any]):
         """(batch positions, items, verdicts) of ``domain``'s rows in this batch."""
@@ -151,7 +151,6 @@ class BatchScores:
     def _score(self, completions: list, kwargs: dict[str, Any]) -> None:
         start = time.perf_counter()
         ahead = self.early.collect()
-        self.timer.ahead_s = self.early.seconds
         rows = [i for i, d in enumerate(kwargs["domain"]) if d in self.domains]
         keys = [
             (i, rollout_text(completions[i]), kwargs["reference"][i], kwargs["verifier"][i])
@@ -159,25 +158,24 @@ class BatchScores:
         ]
         items = [(text, json.loads(ref), verifier) for _, text, ref, verifier in keys]
         environments = kwargs.get("environments")
-        # a live episode's verdict comes first; rows scored ahead never ran in one
-        verdicts = [None if environments else ahead.get(key) for key in keys]
-        todo = [k for k, v in enumerate(verdicts) if v is None]
-        # identical text rows (same completion, reference and verifier: a group's repeated
-        # samples) are graded once; rows in live environments each keep their own episode
-        first: dict[Any, int] = {}
-        for k in todo:
-            first.setdefault(k if environments else keys[k][1:], k)
-        if first:
-            scored = score_rollouts(
-                [items[k] for k in first.values()], [rows[k] for k in first.values()],
-                environments, self.scorer, self.format_gate,
-            )  # fmt: skip
-            graded = dict(zip(first, scored, strict=True))
-            for k in todo:
-                verdicts[k] = graded[k if environments else keys[k][1:]]
+        if environments:  # each live episode gives its own verdict; none was scored ahead
+            verdicts = score_rollouts(items, rows, environments, self.scorer, self.format_gate)
+        else:
+            verdicts = self._text_verdicts(keys, items, ahead)
         self.by_row = dict(zip(rows, zip(items, verdicts, strict=True), strict=True))
         self.completions = completions
         self.timer.reward_s += time.perf_counter() - start
+
+    def _text_verdicts(self, keys: list[Key], items: list, ahead: dict[Key, Verdict]) -> list:
+        """Rows scored ahead keep their verdicts; of the rest, identical rows (same text,
+        reference and verifier: a group's repeated samples) are graded once."""
+        first: dict[tuple[str, str, str], int] = {}
+        for k, key in enumerate(keys):
+            if key not in ahead:
+                first.setdefault(key[1:], k)
+        scored = self.scorer([items[k] for k in first.values()]) if first else []
+        graded = dict(zip(first, scored, strict=True))
+        return [ahead[key] if key in ahead else graded[key[1:]] for key in keys]
 
 
 def make_domain_reward(
@@ -253,3 +251,9 @@ def build_reward_functions(
     for function in functions:  # where the trainer hands over rows to score ahead
         function.batch_scores = scores
     return functions
+
+
+def bridge_scores(reward_funcs: Sequence[Any]) -> BatchScores | None:
+    """The bridge's batch scores when every reward function is the one bridge's, else None."""
+    shared = {getattr(f, "batch_scores", None) for f in reward_funcs}
+    return shared.pop() if len(shared) == 1 else None

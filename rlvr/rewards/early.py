@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -30,13 +31,13 @@ Scorer = Callable[[list[tuple[str, dict, str]]], list[Verdict]]
 class EarlyScores:
     """Verdicts computed ahead of TRL's reward call, keyed by what they were computed for."""
 
-    def __init__(self, scorer: Scorer) -> None:
+    def __init__(self, scorer: Scorer, timer: Any) -> None:
         self.scorer = scorer
+        self.timer = timer  # its ahead_s: background grading, overlapped with generation
         self._executor: ThreadPoolExecutor | None = None
         self._futures: list[Future] = []
         self._verdicts: dict[Key, Verdict] = {}
         self._lock = threading.Lock()
-        self.seconds = 0.0  # background scoring time (overlapped, so not on the step's path)
 
     def submit(self, keys: Sequence[Key]) -> None:
         """Start scoring these rows in the background (returns at once)."""
@@ -65,14 +66,12 @@ class EarlyScores:
             self._executor = None
 
     def _score(self, keys: list[Key]) -> None:
-        import time
-
         start = time.perf_counter()
         items = [(text, json.loads(reference), verifier) for _, text, reference, verifier in keys]
         verdicts = self.scorer(items)
         with self._lock:
             self._verdicts.update(zip(keys, verdicts, strict=True))
-            self.seconds += time.perf_counter() - start
+            self.timer.ahead_s += time.perf_counter() - start
 
 
 def early_keys(

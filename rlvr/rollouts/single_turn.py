@@ -57,10 +57,10 @@ def scoring_ahead(
     from trl.data_utils import is_conversational
 
     from rlvr.agent import rollout_text
+    from rlvr.rewards.bridge import bridge_scores
     from rlvr.rewards.early import early_keys
 
-    shared = {getattr(f, "batch_scores", None) for f in trainer.reward_funcs}
-    scores = shared.pop() if len(shared) == 1 else None  # every function the one bridge's
+    scores = bridge_scores(trainer.reward_funcs)
     if scores is None or inputs is None or len(inputs) != len(prompt_ids):
         return None
     if not inputs or any(key not in inputs[0] for key in ("domain", "reference", "verifier")):
