@@ -55,6 +55,7 @@ def distill(run: RunConfig, run_dir: Path) -> dict:
 
 def teacher_kl(run: RunConfig, model_path: str, teachers: dict, data: dict) -> dict[str, Any]:
     """Held-out per-token KL(student || own teacher) per domain (rank 0, local teachers)."""
+    from rlvr.chat_format import ChatFormat
     from rlvr.distillation.teachers import heldout_kl
     from rlvr.models import load_model, load_tokenizer
     from rlvr.runs import barrier, is_main_process, local_device
@@ -74,6 +75,7 @@ def teacher_kl(run: RunConfig, model_path: str, teachers: dict, data: dict) -> d
             temperature=run.distill.temperature,
             seed=run.eval.seed,
             batch_size=run.eval.batch_size,
+            chat=ChatFormat.of(run.model),
         )
         del model
     barrier()

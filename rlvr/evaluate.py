@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from rlvr.chat_format import ChatFormat
 from rlvr.config import ConfigError, RunConfig
 from rlvr.evaluation.backends import (
     Backend,
@@ -188,7 +189,7 @@ def evaluate_benchmark(
     started = time.perf_counter()
     sampled, sampled_v = generate_and_score(backend, rows, decoding, scorer, format_gate)
     greedy, greedy_v = None, None
-    if with_greedy:
+    if with_greedy and not decoding.greedy:
         greedy_decoding = Decoding(greedy=True, max_new_tokens=decoding.max_new_tokens)
         greedy, greedy_v = generate_and_score(backend, rows, greedy_decoding, scorer, format_gate)
     sampling_s = time.perf_counter() - started  # generation and scoring
@@ -199,13 +200,23 @@ def evaluate_benchmark(
         "model": label,
         "benchmark": bench,
         "domain": benchmark_domain(bench),
-        **summarise(rows, sampled_v, greedy_v, decoding.k),
+        **summarise(
+            rows,
+            sampled_v,
+            greedy_v if greedy_v else _greedy_only(decoding, sampled_v),
+            1 if decoding.greedy else decoding.k,
+        ),
         "sampling_s": sampling_s,
         "samples_per_s": len(records) / sampling_s if sampling_s > 0 else 0.0,
         "seconds": time.perf_counter() - started,
         "decoding": vars(decoding).copy(),
     }
     return records, summary
+
+
+def _greedy_only(decoding: Decoding, verdicts: list) -> list | None:
+    """Greedy-only decoding: its verdicts are the greedy accuracy too."""
+    return verdicts if decoding.greedy else None
 
 
 def write_results(folder: Path, bench: str, records: list[dict], summary: dict) -> None:
@@ -243,14 +254,16 @@ def _open_backend(run: RunConfig, entry: ModelEntry) -> tuple[Backend, str]:
     path = entry.path
     if not Path(path).exists():
         path = resolve_model_path(replace(run.model, name=path), run.paths.cache_dir)
+    chat = ChatFormat.of(run.model)  # the training runs' template options
     if run.eval.backend == "vllm":
-        return VllmBackend.load(path, run.model.dtype, run.eval.seed), path
+        return VllmBackend.load(path, run.model.dtype, run.eval.seed, chat), path
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = load_model(path, run.model).to(device)
     tokenizer = load_tokenizer(path, run.model)
-    return TransformersBackend(model, tokenizer, run.eval.batch_size, run.eval.seed), path
+    backend = TransformersBackend(model, tokenizer, run.eval.batch_size, run.eval.seed, chat=chat)
+    return backend, path
 
 
 def _free_memory() -> None:
@@ -273,8 +286,7 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
     from rlvr.models import check_hub_model_available
 
     for m in models:
-        if m.path != "tiny":
-            check_hub_model_available(m.path)  # offline and not cached: fail before any model
+        check_hub_model_available(m.path)  # offline and not cached: fail before any model
     levels = getattr(run.mixture, "difficulty", None) or {}  # the training run's micro levels
     rows = {
         t: load_benchmark(t, e.max_prompts, run.paths.data_dir, e.seed, levels.get(_domain_of(t)))
@@ -285,7 +297,8 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
             f"eval tasks {episodic} run multi-turn tool episodes, which use transformers "
             "generation; set eval.backend=transformers or drop them from eval.tasks"
         )
-    decoding = Decoding(e.k, e.temperature, e.top_p, e.max_new_tokens)
+    # temperature 0 is greedy decoding alone (one completion per prompt), as in vLLM
+    decoding = Decoding(e.k, e.temperature, e.top_p, e.max_new_tokens, greedy=e.temperature == 0)
     root = study_dir(run) / "eval"
     scorer = make_eval_scorer(run)
     for entry in models:

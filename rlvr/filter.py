@@ -57,6 +57,7 @@ def default_out_dir(run: RunConfig) -> Path:
 def filter_rows(run: RunConfig, run_dir: Path) -> dict:
     """The whole filter as a recipe; returns the counts written to ``counts.json``."""
     from rlvr import stages
+    from rlvr.chat_format import ChatFormat
     from rlvr.evaluation.generation import Decoding
     from rlvr.evaluation.heldout import sample_and_score
     from rlvr.models import load_model, load_tokenizer
@@ -86,6 +87,7 @@ def filter_rows(run: RunConfig, run_dir: Path) -> dict:
         _, verdicts = sample_and_score(
             model, tokenizer, part, decoding, scorer,
             batch_size=c.batch_size, seed=c.seed, format_gate=run.algo.format_gate,
+            chat=ChatFormat.of(run.model),
         )  # fmt: skip
         budget.record(domain, [v for vs in verdicts for v in vs])  # raises above the rate
         for row, vs in zip(part, verdicts, strict=True):

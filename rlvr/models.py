@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from rlvr.config import ConfigError, ModelConfig
+from rlvr.packaged_models import ensure_packaged_model, is_packaged
 from rlvr.tiny_model import TinyModelSpec, ensure_tiny_model
 
 log = logging.getLogger(__name__)
@@ -15,7 +16,8 @@ _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "
 
 
 def resolve_model_path(model: ModelConfig, cache_dir: str) -> str:
-    """The folder or Hub id to load; builds the embedded tiny model on first use."""
+    """The folder or Hub id to load; builds the embedded tiny model, or converts a packaged
+    one (``rlvr.packaged_models``), on first use."""
     if model.name == "tiny":
         spec = (
             TinyModelSpec(**vars(model.tiny))
@@ -23,12 +25,16 @@ def resolve_model_path(model: ModelConfig, cache_dir: str) -> str:
             else TinyModelSpec(**model.tiny)
         )
         return str(ensure_tiny_model(Path(cache_dir).expanduser() / "models", spec))
+    if is_packaged(model.name):
+        return str(ensure_packaged_model(model.name, Path(cache_dir).expanduser() / "models"))
     path = Path(model.name).expanduser()
     return str(path.resolve()) if path.exists() else model.name
 
 
 def check_hub_model_available(name: str) -> None:
     """Offline runs can only load Hub models already in the local cache: say so up front."""
+    if name == "tiny" or is_packaged(name):
+        return
     if Path(name).exists() or os.environ.get("HF_HUB_OFFLINE") != "1":
         return
     from huggingface_hub import try_to_load_from_cache

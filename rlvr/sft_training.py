@@ -19,10 +19,19 @@ def sft_dataset(run: RunConfig):
 
     if run.sft.datasets:
         parts = [load_dataset(name, split="train") for name in run.sft.datasets]
-        return concatenate_datasets(parts).shuffle(seed=run.trainer.seed)
-    return Dataset.from_list(sft_examples(run, seed=run.trainer.seed + 1000)).shuffle(
-        seed=run.trainer.seed
-    )
+        data = concatenate_datasets(parts).shuffle(seed=run.trainer.seed)
+    else:
+        examples = sft_examples(run, seed=run.trainer.seed + 1000)
+        data = Dataset.from_list(examples).shuffle(seed=run.trainer.seed)
+    return with_template_options(data, dict(run.model.chat_template_kwargs))
+
+
+def with_template_options(data, template_kwargs: dict):
+    """Every example renders with the model's chat template options, as GRPO and evaluation
+    do (TRL's SFT reads them per example from a ``chat_template_kwargs`` column)."""
+    if not template_kwargs:
+        return data
+    return data.map(lambda _: {"chat_template_kwargs": template_kwargs})
 
 
 def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float]:

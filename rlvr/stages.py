@@ -91,6 +91,7 @@ def heldout_eval(
     engine holds the GPU memory a second one would need). Rank comes from the launcher's
     environment: the trainer resets accelerate's state when it finishes.
     """
+    from rlvr.chat_format import ChatFormat
     from rlvr.evaluation.generation import Decoding
     from rlvr.evaluation.heldout import cap_to_token_budget, score_rows, summarise_rows
     from rlvr.models import load_model, load_tokenizer
@@ -129,6 +130,7 @@ def heldout_eval(
             batch_size=e.batch_size,
             seed=run.trainer.seed + rank,
             format_gate=run.algo.format_gate,
+            chat=ChatFormat.of(run.model),
         )
         del model
     return summarise_rows(all_gather(results), e.k)

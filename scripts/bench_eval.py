@@ -24,7 +24,8 @@ import time
 
 import torch
 
-from rlvr.evaluation.generation import Decoding, generate, render_prompts
+from rlvr.chat_format import ChatFormat, stop_token_ids
+from rlvr.evaluation.generation import Decoding, generate
 from rlvr.tiny_model import TinyModelSpec, ensure_tiny_model
 from tasks import micro
 
@@ -35,7 +36,7 @@ def per_prompt_loop(model, tokenizer, prompts, decoding: Decoding) -> list[list[
     """The baseline: one ``generate`` call per prompt (k samples each), no padding."""
     out = []
     with torch.inference_mode():
-        for text in render_prompts(tokenizer, prompts):
+        for text in ChatFormat().texts(tokenizer, prompts):
             enc = tokenizer(text, return_tensors="pt", add_special_tokens=False)
             tokens = model.generate(
                 **enc,
@@ -46,7 +47,7 @@ def per_prompt_loop(model, tokenizer, prompts, decoding: Decoding) -> list[list[
                 num_return_sequences=decoding.k,
                 max_new_tokens=decoding.max_new_tokens,
                 pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=tokenizer.eos_token_id,
+                eos_token_id=list(stop_token_ids(tokenizer, model.generation_config)),
             )
             new = tokens[:, enc["input_ids"].shape[1] :]
             out.append(tokenizer.batch_decode(new, skip_special_tokens=True))

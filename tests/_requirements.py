@@ -20,7 +20,7 @@ from packaging.requirements import Requirement
 
 TAG = "required component missing:"
 # What scripts/setup_env.sh installs besides the core dependencies (a test keeps them equal).
-REQUIRED_EXTRAS = ("dev", "sandbox", "slurm")
+REQUIRED_EXTRAS = ("dev", "sandbox", "slurm", "gguf")
 # Distribution name -> top-level import name, where the two differ beyond '-' versus '_'.
 IMPORT_NAMES = {
     "hydra-core": "hydra",

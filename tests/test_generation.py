@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rlvr.evaluation.generation import Decoding, generate, render_prompts, sampler_for
+from rlvr.chat_format import ChatFormat
+from rlvr.evaluation.generation import Decoding, generate, sampler_for
 from rlvr.evaluation.sampling import Sampler, draw, nucleus, sample_tokens
 
 # Unequal lengths and an unsorted order: left padding and the reordering are exercised.
@@ -34,7 +35,7 @@ def tiny():
 
 
 def prompt_ids(tokenizer) -> list[list[int]]:
-    return tokenizer(render_prompts(tokenizer, PROMPTS), add_special_tokens=False)["input_ids"]
+    return [ChatFormat().ids(tokenizer, p) for p in PROMPTS]
 
 
 def hf_greedy(model, tokenizer, ids: list[list[int]], new: int, eos: int) -> list[list[int]]:

@@ -126,12 +126,18 @@ class SelfVerification:
         self.models = list(evals.results)
 
     def judge(self, model, tokenizer, items: list[Labelled], mode: str) -> list[bool | None]:
+        from rlvr.chat_format import ChatFormat
         from rlvr.evaluation.generation import Decoding, generate
 
         c = self.run.analyze.judge
         decoding = Decoding(greedy=True, max_new_tokens=c.max_new_tokens)
         replies = generate(
-            model, tokenizer, [prompt(x, mode, c) for x in items], decoding, c.batch_size
+            model,
+            tokenizer,
+            [prompt(x, mode, c) for x in items],
+            decoding,
+            c.batch_size,
+            chat=ChatFormat.of(self.run.model),
         )
         return [parse(r[0], c.correct_words, c.wrong_words) for r in replies]
 

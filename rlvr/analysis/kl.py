@@ -36,6 +36,7 @@ def load(path: str, run: RunConfig):
 
 def model_kl(model, sft, tokenizer, rows_by_domain: dict[str, list[dict]], run: RunConfig) -> dict:
     """``{domain: {"kl", "tokens", "prompts"}}`` of KL(model || sft) per completion token."""
+    from rlvr.chat_format import ChatFormat
     from rlvr.distillation.teachers import heldout_kl
 
     k = run.analyze.kl
@@ -44,7 +45,8 @@ def model_kl(model, sft, tokenizer, rows_by_domain: dict[str, list[dict]], run: 
         out.update(
             heldout_kl(model, {domain: sft}, tokenizer, rows, samples=k.samples,
                        max_new_tokens=k.max_new_tokens, temperature=k.temperature,
-                       seed=run.analyze.seed, batch_size=k.batch_size)
+                       seed=run.analyze.seed, batch_size=k.batch_size,
+                       chat=ChatFormat.of(run.model))
         )  # fmt: skip
     return out
 

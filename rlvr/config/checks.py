@@ -253,8 +253,17 @@ def check_distill(run: RunConfig, check_paths: bool = True) -> None:
 
 
 def check_model_source(name: str, cache_dir: str) -> None:
-    """The model must be the embedded tiny model, an existing folder, or a Hub id."""
+    """The model must be the embedded tiny model, a packaged model whose wheel is installed,
+    an existing folder, or a Hub id."""
+    from rlvr.packaged_models import MissingPackageError, check_installed, is_packaged
+
     if name == "tiny":
+        return
+    if is_packaged(name):
+        try:
+            check_installed(name)
+        except MissingPackageError as exc:
+            raise ConfigError(str(exc)) from None
         return
     path = Path(name).expanduser()
     if path.exists():
@@ -265,5 +274,6 @@ def check_model_source(name: str, cache_dir: str) -> None:
     if looks_local or not _HUB_ID.match(name):
         raise ConfigError(
             f"model.name={name!r} is neither an existing folder nor a Hub id (org/name); "
-            "use model=tiny, a conf/model/*.yaml preset, or a path to a saved model"
+            "use model=tiny, a conf/model/*.yaml preset (e.g. model=smollm2-135m-instruct), "
+            "or a path to a saved model"
         )

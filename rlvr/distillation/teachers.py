@@ -156,18 +156,19 @@ def heldout_kl(
     temperature: float = 1.0,
     seed: int = 0,
     batch_size: int = 64,
+    chat: Any = None,
 ) -> dict[str, dict[str, float]]:
     """Per domain, the exact per-token KL(student || teacher of the domain) over the full
     next-token distribution, averaged over completions the student samples for ``rows``.
 
     ``teachers`` maps domains to models (local teachers only: a server returns no full
-    distribution). Returns ``{domain: {"kl", "tokens", "prompts"}}``.
+    distribution). Returns ``{domain: {"kl", "tokens", "prompts"}}``. Prompts render with
+    ``chat`` (a ``ChatFormat``: the training run's template options).
     """
-    from rlvr.evaluation.generation import render_prompts
+    from rlvr.chat_format import ChatFormat, stop_token_ids
 
-    declared = student.generation_config.eos_token_id
-    declared = declared if isinstance(declared, list) else [declared]
-    eos = {tokenizer.eos_token_id, *declared} - {None}
+    chat = chat or ChatFormat()
+    eos = set(stop_token_ids(tokenizer, student.generation_config))
     totals: dict[str, list[float]] = {}
     torch.manual_seed(seed)
     device = next(student.parameters()).device
@@ -176,13 +177,13 @@ def heldout_kl(
     for start in range(0, len(rows), per_batch):
         part = rows[start : start + per_batch]
         enc = tokenizer(
-            render_prompts(tokenizer, [r["prompt"] for r in part]),
+            chat.texts(tokenizer, [r["prompt"] for r in part]),
             return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False,
         ).to(device)  # fmt: skip
         out = student.generate(
             **enc, do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
             num_return_sequences=samples, max_new_tokens=max_new_tokens,
-            pad_token_id=tokenizer.pad_token_id,
+            pad_token_id=tokenizer.pad_token_id, eos_token_id=sorted(eos),
         )  # fmt: skip
         width = enc["input_ids"].shape[1]
         completion = out[:, width:]

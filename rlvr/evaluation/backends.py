@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from rlvr.chat_format import ChatFormat, stop_token_ids
 from rlvr.config import ConfigError
 from rlvr.evaluation.generation import Decoding
 from rlvr.evaluation.heldout import sample_and_score, score_completions
@@ -31,6 +32,7 @@ class TransformersBackend:
     batch_size: int
     seed: int
     desc: str = ""
+    chat: ChatFormat = ChatFormat()
 
     def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
         from tqdm.auto import tqdm
@@ -49,7 +51,13 @@ class TransformersBackend:
             idx = order[start : start + chunk]
             part = [prompts[i] for i in idx]
             texts = generate(
-                self.model, self.tokenizer, part, decoding, self.batch_size, self.seed + start
+                self.model,
+                self.tokenizer,
+                part,
+                decoding,
+                self.batch_size,
+                self.seed + start,
+                chat=self.chat,
             )
             for i, t in zip(idx, texts, strict=True):
                 out[i] = t
@@ -65,18 +73,24 @@ class VllmBackend:
     llm: Any
     tokenizer: Any
     seed: int
+    chat: ChatFormat = ChatFormat()
+    stops: tuple[int, ...] = ()
 
     @classmethod
-    def load(cls, path: str, dtype: str, seed: int) -> VllmBackend:
+    def load(cls, path: str, dtype: str, seed: int, chat: ChatFormat = ChatFormat()) -> VllmBackend:
+        from transformers import GenerationConfig
         from vllm import LLM
 
         llm = LLM(model=path, dtype=dtype if dtype != "float32" else "auto", seed=seed)
-        return cls(llm, llm.get_tokenizer(), seed)
+        tokenizer = llm.get_tokenizer()
+        try:
+            generation = GenerationConfig.from_pretrained(path)
+        except OSError:  # a folder without generation_config.json
+            generation = None
+        return cls(llm, tokenizer, seed, chat, stop_token_ids(tokenizer, generation))
 
     def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
         from vllm import SamplingParams
-
-        from rlvr.evaluation.generation import render_prompts
 
         params = SamplingParams(
             n=1 if decoding.greedy else decoding.k,
@@ -84,8 +98,9 @@ class VllmBackend:
             top_p=1.0 if decoding.greedy else decoding.top_p,
             max_tokens=decoding.max_new_tokens,
             seed=self.seed,
+            stop_token_ids=list(self.stops),  # the ids training stops at, not only vLLM's own
         )
-        outputs = self.llm.generate(render_prompts(self.tokenizer, prompts), params)
+        outputs = self.llm.generate(self.chat.texts(self.tokenizer, prompts), params)
         return [[o.text for o in out.outputs] for out in outputs]
 
 
@@ -105,6 +120,7 @@ def generate_and_score(
             batch_size=backend.batch_size,
             seed=backend.seed,
             format_gate=format_gate,
+            chat=backend.chat,
         )
     completions = backend.generate([r["prompt"] for r in rows], decoding)
     return completions, score_completions(rows, completions, scorer)

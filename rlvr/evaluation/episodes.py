@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.agent import live_verdict, prepare_tokenizer, rollout_text, training_row
+from rlvr.chat_format import ChatFormat, pad_token_id, stop_token_ids
 from rlvr.evaluation.generation import Decoding
 from rlvr.evaluation.multiturn import TurnSampling, sample_episodes
 from tasks.environments import call_tool, get_environment_class, tool_names
@@ -81,7 +82,10 @@ def tool_schemas(environment_class: type) -> tuple[dict[str, Any], ...]:
 
 
 def start_episode(
-    tokenizer: Any, row: dict[str, Any], rendered: dict[Any, list[int]] | None = None
+    tokenizer: Any,
+    row: dict[str, Any],
+    rendered: dict[Any, list[int]] | None = None,
+    chat: ChatFormat | None = None,
 ) -> Episode:
     """A fresh environment reset from the row (as TRL resets it) and the rendered prompt;
     ``rendered`` keeps the prompts already rendered for this row, by observation."""
@@ -94,26 +98,25 @@ def start_episode(
     prompt = [dict(m) for m in training_row(row)["prompt"]]
     if key is not None:
         prompt[-1] = {**prompt[-1], "content": prompt[-1]["content"] + key}
-    prompt_ids = tokenizer.apply_chat_template(
-        prompt, tools=tools or None, add_generation_prompt=True, tokenize=True, return_dict=False
-    )
+    prompt_ids = (chat or ChatFormat()).ids(tokenizer, prompt, tools=tools)
     if rendered is not None:
         rendered[key] = list(prompt_ids)
     return Episode(environment, tools, list(prompt_ids))
 
 
-def tool_suffix_ids(tokenizer: Any, tool_messages: list[dict[str, Any]]) -> list[int]:
+def tool_suffix_ids(
+    tokenizer: Any, tool_messages: list[dict[str, Any]], chat: ChatFormat | None = None
+) -> list[int]:
     """Token ids that follow an assistant tool-call turn: the tool results, then the next
     assistant header (TRL's construction: a dummy conversation with and without them)."""
+    chat = chat or ChatFormat()
     call = {"type": "function", "function": {"name": tool_messages[0]["name"], "arguments": {}}}
     dummy = [
         {"role": "user", "content": "dummy"},
         {"role": "assistant", "content": "", "tool_calls": [call]},
     ]
-    prefix = tokenizer.apply_chat_template(dummy, tokenize=True, return_dict=False)
-    full = tokenizer.apply_chat_template(
-        dummy + tool_messages, add_generation_prompt=True, tokenize=True, return_dict=False
-    )
+    prefix = chat.conversation_ids(tokenizer, dummy)
+    full = chat.conversation_ids(tokenizer, dummy + tool_messages, add_generation_prompt=True)
     eos = [i for i, t in enumerate(prefix) if t == tokenizer.eos_token_id]
     prefix = prefix[: eos[-1] + 1] if eos else prefix
     if list(full[: len(prefix)]) != list(prefix):
@@ -136,7 +139,12 @@ def run_tools(episode: Episode, calls: Sequence[dict[str, Any]]) -> list[dict[st
 
 
 def _advance(
-    tokenizer: Any, episode: Episode, turn: list[int], budget: int, limit: int
+    tokenizer: Any,
+    episode: Episode,
+    turn: list[int],
+    budget: int,
+    limit: int,
+    chat: ChatFormat | None = None,
 ) -> list[int] | None:
     """Record one generated turn; run its tool calls and append their results when they fit.
     The ids appended after the turn (None when the episode ends with it)."""
@@ -150,7 +158,7 @@ def _advance(
         episode.finished = True
         return None
     results = run_tools(episode, calls)
-    suffix = tool_suffix_ids(tokenizer, results)
+    suffix = tool_suffix_ids(tokenizer, results, chat or ChatFormat())
     if (
         len(episode.completion_ids) + len(suffix) > budget
         or len(episode.ids) + len(suffix) >= limit
@@ -172,27 +180,29 @@ def run_episodes(
     batch_size: int = 64,
     seed: int = 0,
     format_gate: bool = False,
+    chat: ChatFormat | None = None,
 ) -> list[list[EpisodeResult]]:
     """``decoding.k`` sampled episodes per row (one when greedy), each scored on its live
     environment; ``decoding.max_new_tokens`` is the token budget of a whole episode."""
     import torch
 
     tokenizer = episode_tokenizer(tokenizer)
+    chat = chat or ChatFormat()
     per_row = 1 if decoding.greedy else decoding.k
     episodes = []
     for row in rows:
         rendered: dict[Any, list[int]] = {}  # the row's samples share one rendering
-        episodes += [start_episode(tokenizer, dict(row), rendered) for _ in range(per_row)]
+        episodes += [start_episode(tokenizer, dict(row), rendered, chat) for _ in range(per_row)]
     limit = getattr(model.config, "max_position_embeddings", 1 << 30)
     budget = decoding.max_new_tokens
 
     def on_turns(turns: list[tuple[int, list[int]]]) -> list[list[int] | None]:
-        return [_advance(tokenizer, episodes[i], turn, budget, limit) for i, turn in turns]
+        return [_advance(tokenizer, episodes[i], turn, budget, limit, chat) for i, turn in turns]
 
     sampling = TurnSampling(
         budget=budget,
-        eos_token_ids=(tokenizer.eos_token_id,),
-        pad_token_id=tokenizer.pad_token_id,
+        eos_token_ids=(stops := stop_token_ids(tokenizer, model.generation_config)),
+        pad_token_id=pad_token_id(tokenizer, stops),
         temperature=decoding.temperature,
         top_p=decoding.top_p,
         greedy=decoding.greedy,

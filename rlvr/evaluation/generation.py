@@ -6,6 +6,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rlvr.chat_format import ChatFormat, pad_token_id, stop_token_ids
 from rlvr.evaluation.sampling import Sampler, sample_tokens
 
 log = logging.getLogger(__name__)
@@ -20,16 +21,6 @@ class Decoding:
     greedy: bool = False  # greedy decoding: one completion per prompt, k ignored
 
 
-def render_prompts(
-    tokenizer, prompts: Sequence[Sequence[dict]], chat_template_kwargs: dict | None = None
-) -> list[str]:
-    kwargs = chat_template_kwargs or {}
-    return [
-        tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True, **kwargs)
-        for p in prompts
-    ]
-
-
 def generate(
     model,
     tokenizer,
@@ -37,25 +28,26 @@ def generate(
     decoding: Decoding,
     batch_size: int = 64,
     seed: int = 0,
+    chat: ChatFormat | None = None,
 ) -> list[list[str]]:
     """Completions per prompt (k of them, or one when greedy), in input order.
 
     ``batch_size`` bounds the rows decoded together (prompts x samples); prompts of similar
-    length share a batch. Sampling draws from a generator seeded by ``seed`` alone.
+    length share a batch. Sampling draws from a generator seeded by ``seed`` alone. Prompts
+    render with ``chat`` (the training run's chat template options).
     """
     import torch
 
     if not prompts:
         return []
-    texts = render_prompts(tokenizer, prompts)
-    ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    ids = prompt_ids(tokenizer, prompts, chat or ChatFormat())
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths batch well
     per_prompt = 1 if decoding.greedy else decoding.k
     prompts_per_batch = max(1, batch_size // per_prompt)
     sampler = sampler_for(tokenizer, model, decoding)
     device = next(model.parameters()).device
     generator = torch.Generator(device=device).manual_seed(seed)
-    results: list[list[str]] = [[] for _ in texts]
+    results: list[list[str]] = [[] for _ in ids]
     was_training = model.training
     model.eval()
     try:
@@ -69,17 +61,18 @@ def generate(
     return results
 
 
+def prompt_ids(tokenizer, prompts: Sequence[Sequence[dict]], chat: ChatFormat) -> list[list[int]]:
+    """Each prompt's token ids as training saw them (``ChatFormat.ids``)."""
+    return [chat.ids(tokenizer, p) for p in prompts]
+
+
 def sampler_for(tokenizer, model, decoding: Decoding) -> Sampler:
-    """The decoding's distribution with the tokenizer's end token (the model's when it has none)."""
-    eos = tokenizer.eos_token_id
-    if eos is None:
-        eos = model.generation_config.eos_token_id
-    eos_ids = tuple(eos) if isinstance(eos, (list, tuple)) else (eos,)
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos_ids[0]
+    """The decoding's distribution, ending at the ids TRL's training stops at."""
+    stops = stop_token_ids(tokenizer, getattr(model, "generation_config", None))
     return Sampler(
         max_new_tokens=decoding.max_new_tokens,
-        eos_token_ids=eos_ids,
-        pad_token_id=pad,
+        eos_token_ids=stops,
+        pad_token_id=pad_token_id(tokenizer, stops),
         temperature=decoding.temperature,
         top_p=decoding.top_p,
         greedy=decoding.greedy,

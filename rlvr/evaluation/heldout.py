@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from math import comb
 from typing import Any
 
+from rlvr.chat_format import ChatFormat
 from rlvr.evaluation.generation import Decoding, generate
 from rlvr.rewards.bridge import Scorer
 from verifiers import Verdict
@@ -94,6 +95,7 @@ def sample_and_score(
     batch_size: int = 64,
     seed: int = 0,
     format_gate: bool = False,
+    chat: ChatFormat | None = None,
 ) -> tuple[list[list[str]], list[list[Verdict]]]:
     """Completions and verdicts per row: rows naming an environment run as tool episodes
     scored on their live environment (as in GRPO), the rest as text scored by ``scorer``."""
@@ -106,7 +108,7 @@ def sample_and_score(
     if plain:
         part = [rows[i] for i in plain]
         completions = generate(
-            model, tokenizer, [r["prompt"] for r in part], decoding, batch_size, seed
+            model, tokenizer, [r["prompt"] for r in part], decoding, batch_size, seed, chat
         )
         for i, cs, vs in zip(
             plain, completions, score_completions(part, completions, scorer), strict=True
@@ -121,6 +123,7 @@ def sample_and_score(
             batch_size=batch_size,
             seed=seed,
             format_gate=format_gate,
+            chat=chat,
         )
         for i, episodes in zip(episodic, results, strict=True):
             texts[i] = [e.text for e in episodes]
@@ -149,9 +152,10 @@ def score_rows(
     batch_size: int = 64,
     seed: int = 0,
     format_gate: bool = False,
+    chat: ChatFormat | None = None,
 ) -> list[RowScores]:
     """Sampled (and greedy) completions of every row, scored; one ``RowScores`` per row."""
-    options = {"batch_size": batch_size, "seed": seed, "format_gate": format_gate}
+    options = {"batch_size": batch_size, "seed": seed, "format_gate": format_gate, "chat": chat}
     _, sampled = sample_and_score(model, tokenizer, rows, decoding, scorer, **options)
     greedy = None
     if with_greedy:

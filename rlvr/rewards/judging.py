@@ -85,11 +85,11 @@ class HFJudgeBackend:
     def _generate(self, batch: list[Messages]) -> list[str]:
         import torch
 
-        from rlvr.evaluation.generation import render_prompts
+        from rlvr.chat_format import ChatFormat, stop_token_ids
 
         model, tokenizer = self._load()
         enc = tokenizer(
-            render_prompts(tokenizer, batch),
+            ChatFormat().texts(tokenizer, batch),  # the judge's own template, default options
             return_tensors="pt",
             padding=True,
             padding_side="left",
@@ -103,7 +103,7 @@ class HFJudgeBackend:
                 max_new_tokens=self.max_new_tokens,
                 max_time=self.timeout_s,
                 pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=tokenizer.eos_token_id,
+                eos_token_id=list(stop_token_ids(tokenizer, model.generation_config)),
             )
         if time.monotonic() - started >= self.timeout_s:
             raise JudgeFailure(f"judge generation stopped at timeout_s={self.timeout_s:g} s")
