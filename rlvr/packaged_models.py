@@ -91,21 +91,26 @@ def ensure_packaged_model(name: str, cache_dir: str | os.PathLike[str]) -> Path:
     if (target / "config.json").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    from filelock import FileLock
+
+    with FileLock(str(target) + ".lock"):  # ranks and test workers convert once, not each
+        if not (target / "config.json").exists():
+            _build(name, source, target)
+    return target
+
+
+def _build(name: str, source: Path, target: Path) -> None:
+    model = PACKAGED[name]
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
         convert_gguf(source, staging)
         (staging / "packaged_model.json").write_text(
             json.dumps({"name": name, "package": model.package, "file": model.file}, indent=2)
         )
-        try:
-            staging.rename(target)  # concurrent ranks race; one wins, all see a whole folder
-        except OSError:
-            if not (target / "config.json").exists():
-                raise
+        staging.rename(target)  # atomic: a reader sees no folder or a whole one
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log.info("%s converted from %s to %s", name, source, target)
-    return target
 
 
 def convert_gguf(source: Path, target: Path) -> None:

