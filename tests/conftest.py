@@ -91,6 +91,7 @@ def qwen3_dir(rlvr_cache) -> Path:
     """A two-layer Qwen3 with Qwen3's real tokenizer and chat template (tests/support)."""
     from _requirements import missing
     from filelock import FileLock
+
     from tests.support.real_tokenizers import qwen3_model_folder
 
     folder = rlvr_cache / "models" / "qwen3-vocab-2layer"

@@ -69,7 +69,9 @@ def sft_prompt_ids(run, model_dir: Path, out: Path) -> list[list[int]]:
     from rlvr.models import load_tokenizer
     from rlvr.sft_training import with_template_options
 
-    examples = [{"prompt": p, "completion": [{"role": "assistant", "content": "42"}]} for p in PROMPTS]
+    examples = [
+        {"prompt": p, "completion": [{"role": "assistant", "content": "42"}]} for p in PROMPTS
+    ]
     data = with_template_options(Dataset.from_list(examples), dict(run.model.chat_template_kwargs))
     tokenizer = load_tokenizer(str(model_dir), run.model)
     trainer = SFTTrainer(
@@ -79,7 +81,9 @@ def sft_prompt_ids(run, model_dir: Path, out: Path) -> list[list[int]]:
         processing_class=tokenizer,
     )
     rows = trainer.train_dataset  # labels: -100 over the prompt, the completion's ids after it
-    starts = [next(i for i, label in enumerate(labels) if label != -100) for labels in rows["labels"]]
+    starts = [
+        next(i for i, label in enumerate(labels) if label != -100) for labels in rows["labels"]
+    ]
     return [ids[:start] for ids, start in zip(rows["input_ids"], starts, strict=True)]
 
 
