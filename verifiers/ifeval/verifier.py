@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from verifiers.ifeval.instructions import InvalidReferenceError, follows, parse_reference
-from verifiers.ifeval.metrics import instruction_score, prompt_score
+from verifiers.ifeval.metrics import SUMMARY, instruction_score, prompt_score
 from verifiers.registry import register
 from verifiers.verdict import Verdict, clip
 
@@ -42,7 +42,7 @@ class IFEvalVerifier:
         loose = self.mode == "loose"
         results = [follows(i, completion, loose) for i in instructions]
         score = prompt_score(results) if self.reward == "all" else instruction_score(results)
-        summary = f"{sum(results)}/{len(results)} instructions followed"
+        summary = SUMMARY.format(followed=sum(results), total=len(results))
         if all(results):
             return Verdict.correct(summary, score=score)
         failed = [i.instruction_id for i, ok in zip(instructions, results, strict=True) if not ok]
