@@ -1,5 +1,6 @@
 # On a fresh machine: `make study` (the whole mix-or-merge study on the embedded default),
-# `make test` (the test suite), `make demo` (one quick SFT + GRPO run). Each creates .venv and
+# `make test` (the test suite), `make demo` (one quick SFT + GRPO run), `make real-smoke`
+# (every stage on SmolLM2-135M-Instruct). Each creates .venv and
 # installs on first use.
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -7,7 +8,7 @@ STAMP  := $(VENV)/.rlvr-installed
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 PYTEST := $(OFFLINE) WANDB_MODE=disabled $(BIN)/python -m pytest
 
-.PHONY: setup study demo test test-fast test-slow lint bench clean
+.PHONY: setup study demo real-smoke test test-fast test-slow lint bench clean
 
 $(STAMP): pyproject.toml scripts/setup_env.sh
 	bash scripts/setup_env.sh
@@ -20,6 +21,10 @@ study: $(STAMP)
 
 demo: $(STAMP)
 	$(OFFLINE) $(BIN)/python -m rlvr.train experiment=demo
+
+# Every stage of the study on a real pretrained model (SmolLM2-135M-Instruct from its wheel)
+real-smoke: $(STAMP)
+	$(OFFLINE) $(BIN)/python -m rlvr.study experiment=real_smoke_study
 
 test: $(STAMP)
 	$(PYTEST) -m "not slow and not gpu" -n 2 -q

@@ -23,9 +23,9 @@ def train(run: RunConfig, run_dir: Path) -> dict:
     started = time.perf_counter()
     prepare_run_dir(run, run_dir)
     configure_tracking(run, run_dir)
-    base_path = stages.starting_model(run)
     data = stages.domain_data(run)
-    scorer = stages.make_scorer(run)
+    scorer = stages.make_scorer(run)  # a bad judge or sandbox setup stops here, before any model
+    base_path = stages.starting_model(run)
 
     evals: dict = {}
     evaluate = stages.heldout_eval if run.eval.in_run else stages.no_eval  # a study evaluates later

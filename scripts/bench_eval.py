@@ -21,11 +21,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
 from rlvr.chat_format import ChatFormat, stop_token_ids
 from rlvr.evaluation.generation import Decoding, generate
+from rlvr.packaged_models import ensure_packaged_model, is_packaged
 from rlvr.tiny_model import TinyModelSpec, ensure_tiny_model
 from tasks import micro
 
@@ -126,7 +128,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="timed runs; the best is kept")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch default)")
     parser.add_argument("--cache-dir", default=None, help="tiny model cache (default: a temp dir)")
-    parser.add_argument("--model", default=None, help="a model folder instead of the tiny model")
+    parser.add_argument("--model", default=None,
+                        help="a model folder or a packaged model (smollm2-135m-instruct) "
+                        "instead of the tiny model")  # fmt: skip
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: one measurement
     args = parser.parse_args()
     if args.job:
@@ -134,7 +138,11 @@ def main() -> None:
         return
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     start = time.perf_counter()
-    folder = args.model or ensure_tiny_model(args.cache_dir or tempfile.mkdtemp(), TinyModelSpec())
+    cache = args.cache_dir or tempfile.mkdtemp()
+    if args.model and is_packaged(args.model):
+        folder = ensure_packaged_model(args.model, Path(cache) / "models")
+    else:
+        folder = args.model or ensure_tiny_model(cache, TinyModelSpec())
     base = {"folder": str(folder), "prompts": args.prompts, "new": args.max_new_tokens,
             "repeats": args.repeats, "threads": args.threads}  # fmt: skip
     results = {k: measure_k(base, k, args.batch_size) for k in args.k}

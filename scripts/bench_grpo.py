@@ -294,7 +294,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--sft-steps", type=int, default=150)
-    parser.add_argument("--init-from", default=None, help="an SFT model folder (skips the SFT)")
+    parser.add_argument("--init-from", default=None,
+                        help="an SFT model folder, or a packaged model such as "
+                        "smollm2-135m-instruct (skips the SFT)")  # fmt: skip
     parser.add_argument(
         "--scenarios", nargs="+", choices=sorted(SCENARIOS), default=list(SCENARIOS)
     )
@@ -309,7 +311,11 @@ def main() -> None:
     os.environ.setdefault("WANDB_MODE", "disabled")
     work = Path(tempfile.mkdtemp(prefix="bench_grpo_"))
     os.environ.setdefault("RLVR_CACHE", str(work / "cache"))
+    from rlvr.packaged_models import ensure_packaged_model, is_packaged
+
     init_from = args.init_from or sft_model(args.sft_steps, work)
+    if is_packaged(init_from):  # a real pretrained model, converted once into the cache
+        init_from = str(ensure_packaged_model(init_from, Path(os.environ["RLVR_CACHE"]) / "models"))
     results = {}
     for scenario in args.scenarios:
         for arm in ARMS:
