@@ -43,7 +43,7 @@ SMOLLM2_TOOL_TEMPLATE = (
     "{{ p }}{% if p not in required %}?{% endif %}{{ ': ' }}"
     "{% if ty is string %}{{ short.get(ty, ty) }}{% else %}{{ ty | join('|') }}{% endif %}"
     "{% if not loop.last %}{{ ', ' }}{% endif %}{% endfor %}{{ ')' }}{% endfor %}"
-    "{{ '\\nTo call tools, reply with <tool_call>{\"name\": ..., \"arguments\": {...}}"
+    '{{ \'\\nTo call tools, reply with <tool_call>{"name": ..., "arguments": {...}}'
     "</tool_call> blocks.' }}{% endif %}"
     "{{ '<|im_end|>\\n' }}"
     "{% if m['role'] == 'system' %}{% continue %}{% endif %}"

@@ -169,14 +169,20 @@ def test_smollm2_renders_tool_free_chats_as_its_own_template_and_tools_for_agent
     for chat in chats:
         for generation_prompt in (True, False):
             kwargs = {"tokenize": False, "add_generation_prompt": generation_prompt}
-            assert ours.apply_chat_template(chat, **kwargs) == own.apply_chat_template(chat, **kwargs)
+            assert ours.apply_chat_template(chat, **kwargs) == own.apply_chat_template(
+                chat, **kwargs
+            )
     tools = [{"type": "function", "function": {"name": "send_email", "parameters": {
         "type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}}}]  # fmt: skip
     text = ours.apply_chat_template(PROMPTS[0], tools=tools, tokenize=False)
     assert "send_email(to: str)" in text
     call = '<tool_call>{"name": "send_email", "arguments": {"to": "ana"}}</tool_call><|im_end|>'
-    prefix = ours.apply_chat_template(PROMPTS[0], tools=tools, add_generation_prompt=True, return_dict=False)
+    prefix = ours.apply_chat_template(
+        PROMPTS[0], tools=tools, add_generation_prompt=True, return_dict=False
+    )
     parsed = episode_tokenizer(ours).parse_response(ours.encode(call), prefix=prefix)
     assert parsed["tool_calls"][0]["function"] == {"name": "send_email", "arguments": {"to": "ana"}}
-    suffix = ours.decode(tool_suffix_ids(ours, [{"role": "tool", "name": "send_email", "content": "sent"}]))
+    suffix = ours.decode(
+        tool_suffix_ids(ours, [{"role": "tool", "name": "send_email", "content": "sent"}])
+    )
     assert suffix == "\n<|im_start|>tool\nsent<|im_end|>\n<|im_start|>assistant\n"
