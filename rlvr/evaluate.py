@@ -211,7 +211,8 @@ def evaluate_benchmark(
         greedy_decoding = Decoding(greedy=True, max_new_tokens=decoding.max_new_tokens)
         greedy, greedy_v = generate_and_score(backend, rows, greedy_decoding, scorer, format_gate)
     sampling_s = time.perf_counter() - started  # generation and scoring
-    records = sample_records(label, bench, rows, sampled, sampled_v, "sample")
+    mode = "greedy" if decoding.greedy else "sample"
+    records = sample_records(label, bench, rows, sampled, sampled_v, mode)
     if greedy is not None:
         records += sample_records(label, bench, rows, greedy, greedy_v, "greedy")
     summary = {

@@ -56,6 +56,21 @@ def test_summary_matches_the_per_sample_records(family, tmp_path):
             assert set(summary["pass_at"]) == {"1", "2", "3"}
 
 
+def test_temperature_zero_evaluates_greedily_alone(family, tmp_path):
+    """``eval.temperature=0``: one greedy completion per prompt, as the greedy beside a sampled
+    evaluation decodes it, and Avg@1 is the greedy accuracy."""
+    base, _ = family
+    alone = evaluate(eval_run(tmp_path / "alone", [f"base={base}"], ["micro_math"], temperature=0))
+    beside = evaluate(eval_run(tmp_path / "beside", [f"base={base}"], ["micro_math"]))
+    summary = json.loads((alone / "eval" / "base" / "micro_math.json").read_text())
+    records = read_jsonl(alone / "eval" / "base" / "micro_math.jsonl")
+    assert [r["mode"] for r in records] == ["greedy"] * 3 and summary["k"] == 1
+    assert summary["avg_at_k"] == summary["greedy_accuracy"]
+    greedy = [r for r in read_jsonl(beside / "eval" / "base" / "micro_math.jsonl")
+              if r["mode"] == "greedy"]  # fmt: skip
+    assert [r["completion"] for r in records] == [r["completion"] for r in greedy]
+
+
 def test_finished_pairs_are_not_recomputed(family, tmp_path):
     base, _ = family
     run = eval_run(tmp_path, [f"b={base}"], ["micro_math", "micro_code"], greedy=False, k=2)

@@ -93,6 +93,9 @@ def _check_positive(run: RunConfig) -> None:
         "trainer.max_steps": run.trainer.max_steps >= 0,
         "trainer.max_infra_error_rate": 0 <= run.trainer.max_infra_error_rate <= 1,
         "eval.k": run.eval.k >= 1,
+        "eval.temperature": run.eval.temperature >= 0,  # 0: greedy decoding alone
+        "eval.top_p": 0 < run.eval.top_p <= 1,
+        "eval.max_new_tokens": run.eval.max_new_tokens >= 1,
         "eval.in_run_token_budget": run.eval.in_run_token_budget >= 1,
         "mixture.heldout_size": run.mixture.heldout_size >= 0,
     }
