@@ -21,7 +21,7 @@ REDUCED = [
     "study.merges=[ties]",
     "study.evaluate_base=false",
     "study.stages=[mt_opd]",
-    "study.arm_overrides.math=[peft=lora]",
+    "study.arm_overrides.math=[\"peft=lora\"]",
     "study.mixed=false",
     "study.poll_s=0.2",
 ]
