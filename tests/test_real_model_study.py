@@ -1,6 +1,6 @@
 """The study on a real pretrained model, reduced: SmolLM2-135M-Instruct through SFT, a LoRA
-expert and an agent expert on live tool episodes, a TIES merge, MT-OPD, every evaluation and
-the report. The mixed arm (the experts' code on more domains), the other merge presets and the
+expert and an agent expert on live tool episodes, a TIES merge, every evaluation and the report.
+The mixed arm (the experts' code on more domains), the other merge presets, MT-OPD and the
 analyses run in ``experiment=real_smoke_study`` (``make real-smoke``)."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# about 6 minutes alone on 2 cores (11 stage processes on a 135M model), far more on shared ones
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 REPO = Path(__file__).resolve().parents[1]
 REDUCED = [
@@ -20,8 +21,8 @@ REDUCED = [
     "study.domains=[math,agent]",
     "study.merges=[ties]",
     "study.evaluate_base=false",
-    "study.stages=[mt_opd]",
-    "study.arm_overrides.math=[\"peft=lora\"]",
+    "study.stages=[]",
+    'study.arm_overrides.math=["peft=lora"]',
     "study.mixed=false",
     "study.poll_s=0.2",
 ]
@@ -41,12 +42,12 @@ def test_every_stage_ran_on_the_real_model(study: Path, smollm2_dir: Path) -> No
     stages = json.loads((study / "study.json").read_text())["stages"]
     assert {e["status"] for e in stages.values()} == {"done"}
     assert {"sft", "expert-math-seed0", "expert-agent-seed0", "merge-ties-seed0",
-            "mt_opd-seed0", "report"} <= set(stages)  # fmt: skip
+            "report"} <= set(stages)  # fmt: skip
     source = json.loads((smollm2_dir / "config.json").read_text())
     template = json.loads((smollm2_dir / "tokenizer_config.json").read_text()).get("chat_template")
     template = template or (smollm2_dir / "chat_template.jinja").read_text()
     for folder in (study / "sft" / "final", study / "experts" / "math-seed0" / "final",
-                   study / "merges" / "ties-seed0", study / "mt_opd" / "seed0" / "final"):  # fmt: skip
+                   study / "merges" / "ties-seed0"):  # fmt: skip
         config = json.loads((folder / "config.json").read_text())
         assert config["num_key_value_heads"] == source["num_key_value_heads"] == 3
         assert config["vocab_size"] == 49152 and config["tie_word_embeddings"]
@@ -56,7 +57,7 @@ def test_every_stage_ran_on_the_real_model(study: Path, smollm2_dir: Path) -> No
 
 
 def test_evaluations_scored_every_model_on_both_domains(study: Path) -> None:
-    labels = ["sft", "math-seed0", "agent-seed0", "ties-seed0", "mt_opd-seed0"]
+    labels = ["sft", "math-seed0", "agent-seed0", "ties-seed0"]
     for label in labels:
         for bench in ("micro_math", "micro_agent"):
             summary = json.loads((study / "eval" / label / f"{bench}.json").read_text())
