@@ -18,14 +18,16 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlvr.tiny_model import RESPONSE_TEMPLATE, TOOL_LINES, TURN
+
 log = logging.getLogger(__name__)
 
 
 # SmolLM2's chat template renders tool-free conversations exactly as its own does (the default
 # system prompt when none is given, ChatML turns) and adds what its own ignores: the tools,
-# listed in the system turn one per line as the embedded template lists them, assistant tool
-# calls as Hermes-style <tool_call> JSON blocks (parsed back with the embedded model's response
-# template), and {% generation %} marks for assistant-only SFT loss.
+# listed in the system turn as the embedded template lists them (``TOOL_LINES``), and turns as
+# it renders them (``TURN``: Hermes-style <tool_call> JSON, parsed back with the embedded
+# model's response template, and {% generation %} marks for assistant-only SFT loss).
 SMOLLM2_TOOL_TEMPLATE = (
     "{% set default_system = 'You are a helpful AI assistant named SmolLM, trained by Hugging "
     "Face' %}"
@@ -34,27 +36,12 @@ SMOLLM2_TOOL_TEMPLATE = (
     "{% if m['role'] != 'system' %}{{ '<|im_start|>system\\n' + default_system }}"
     "{% else %}{{ '<|im_start|>system\\n' + (m['content'] or '') }}{% endif %}"
     "{% if tools %}{{ '\\n\\nTools:' }}"
-    "{% set short = {'string': 'str', 'integer': 'int', 'boolean': 'bool', 'number': 'float',"
-    " 'array': 'list', 'object': 'dict'} %}"
-    "{% for t in tools %}{% set f = t['function'] if t['function'] is defined else t %}"
-    "{% set params = f.get('parameters') or {} %}{% set required = params.get('required') or [] %}"
-    "{{ '\\n' + f['name'] + '(' }}{% for p, s in (params.get('properties') or {}).items() %}"
-    "{% set ty = s.get('type', 'any') if s is mapping else 'any' %}"
-    "{{ p }}{% if p not in required %}?{% endif %}{{ ': ' }}"
-    "{% if ty is string %}{{ short.get(ty, ty) }}{% else %}{{ ty | join('|') }}{% endif %}"
-    "{% if not loop.last %}{{ ', ' }}{% endif %}{% endfor %}{{ ')' }}{% endfor %}"
-    '{{ \'\\nTo call tools, reply with <tool_call>{"name": ..., "arguments": {...}}'
+    + TOOL_LINES
+    + '{{ \'\\nTo call tools, reply with <tool_call>{"name": ..., "arguments": {...}}'
     "</tool_call> blocks.' }}{% endif %}"
     "{{ '<|im_end|>\\n' }}"
     "{% if m['role'] == 'system' %}{% continue %}{% endif %}"
-    "{% endif %}"
-    "{% if m['role'] == 'assistant' %}{{ '<|im_start|>assistant\\n' }}{% generation %}"
-    "{{ m['content'] or '' }}"
-    "{% for c in m.get('tool_calls') or [] %}{{ '<tool_call>' }}"
-    "{{ {'name': c['function']['name'], 'arguments': c['function']['arguments']} | tojson }}"
-    "{{ '</tool_call>' }}{% endfor %}{{ '<|im_end|>' }}{% endgeneration %}{{ '\\n' }}"
-    "{% else %}{{ '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') + '<|im_end|>\\n' }}"
-    "{% endif %}{% endfor %}"
+    "{% endif %}" + TURN + "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
 
@@ -176,8 +163,6 @@ def convert_gguf(source: Path, target: Path, chat_template: str | None = None) -
     plain.generation_config = loaded.generation_config
     plain.save_pretrained(target)
     if chat_template is not None:
-        from rlvr.tiny_model import RESPONSE_TEMPLATE
-
         tokenizer.chat_template = chat_template
         tokenizer.response_template = RESPONSE_TEMPLATE
     tokenizer.save_pretrained(target)

@@ -30,11 +30,9 @@ SPECIAL_TOKENS = [PAD, IM_START, IM_END]
 # skip_special_tokens keeps them): reasoning and tool-call delimiters.
 MARKER_TOKENS = [THINK_OPEN, THINK_CLOSE, TOOL_CALL_OPEN, TOOL_CALL_CLOSE]
 
-# Qwen-style ChatML with {% generation %} marks, so TRL's assistant-only SFT loss works, and
-# tool rendering compatible with Hermes-style <tool_call> blocks. Tools render one line each,
-# ``name(param: type, optional?: type)``: full JSON schemas would not fit the context.
-CHAT_TEMPLATE = (
-    "{% if tools %}{{ '<|im_start|>system\\nTools:' }}"
+# One line per tool, ``name(param: type, optional?: type)``; shared with the packaged SmolLM2
+# template (rlvr.packaged_models), which lists tools the same way.
+TOOL_LINES = (
     "{% set short = {'string': 'str', 'integer': 'int', 'boolean': 'bool', 'number': 'float',"
     " 'array': 'list', 'object': 'dict'} %}"
     "{% for t in tools %}{% set f = t['function'] if t['function'] is defined else t %}"
@@ -44,15 +42,26 @@ CHAT_TEMPLATE = (
     "{{ p }}{% if p not in required %}?{% endif %}{{ ': ' }}"
     "{% if ty is string %}{{ short.get(ty, ty) }}{% else %}{{ ty | join('|') }}{% endif %}"
     "{% if not loop.last %}{{ ', ' }}{% endif %}{% endfor %}{{ ')' }}{% endfor %}"
-    "{{ '<|im_end|>\\n' }}{% endif %}"
-    "{% for m in messages %}"
+)
+# One message ``m``: assistant turns with {% generation %} marks and Hermes-style tool calls,
+# every other role as a plain ChatML turn.
+TURN = (
     "{% if m['role'] == 'assistant' %}{{ '<|im_start|>assistant\\n' }}{% generation %}"
     "{{ m['content'] or '' }}"
     "{% for c in m.get('tool_calls') or [] %}{{ '<tool_call>' }}"
     "{{ {'name': c['function']['name'], 'arguments': c['function']['arguments']} | tojson }}"
     "{{ '</tool_call>' }}{% endfor %}{{ '<|im_end|>' }}{% endgeneration %}{{ '\\n' }}"
     "{% else %}{{ '<|im_start|>' + m['role'] + '\\n' + (m['content'] or '') + '<|im_end|>\\n' }}"
-    "{% endif %}{% endfor %}"
+    "{% endif %}"
+)
+# Qwen-style ChatML with {% generation %} marks, so TRL's assistant-only SFT loss works, and
+# tool rendering compatible with Hermes-style <tool_call> blocks. Tools render one line each:
+# full JSON schemas would not fit the context.
+CHAT_TEMPLATE = (
+    "{% if tools %}{{ '<|im_start|>system\\nTools:' }}"
+    + TOOL_LINES
+    + "{{ '<|im_end|>\\n' }}{% endif %}"
+    "{% for m in messages %}" + TURN + "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
 # How TRL (``tokenizer.parse_response``) splits a generated turn into reasoning, Hermes-style
