@@ -219,10 +219,11 @@ def evaluate_benchmark(
         "model": label,
         "benchmark": bench,
         "domain": benchmark_domain(bench),
+        # greedy decoding alone: its verdicts are the greedy accuracy, over one sample each
         **summarise(
             rows,
             sampled_v,
-            greedy_v if greedy_v else _greedy_only(decoding, sampled_v),
+            sampled_v if decoding.greedy else greedy_v,
             1 if decoding.greedy else decoding.k,
         ),
         "sampling_s": sampling_s,
@@ -231,11 +232,6 @@ def evaluate_benchmark(
         "decoding": vars(decoding).copy(),
     }
     return records, summary
-
-
-def _greedy_only(decoding: Decoding, verdicts: list) -> list | None:
-    """Greedy-only decoding: its verdicts are the greedy accuracy too."""
-    return verdicts if decoding.greedy else None
 
 
 def write_results(folder: Path, bench: str, records: list[dict], summary: dict) -> None:
