@@ -313,7 +313,10 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
             "generation; set eval.backend=transformers or drop them from eval.tasks"
         )
     # temperature 0 is greedy decoding alone (one completion per prompt), as in vLLM
-    decoding = Decoding(e.k, e.temperature, e.top_p, e.max_new_tokens, greedy=e.temperature == 0)
+    greedy = e.temperature == 0
+    decoding = Decoding(
+        1 if greedy else e.k, e.temperature, e.top_p, e.max_new_tokens, greedy=greedy
+    )
     root = study_dir(run) / "eval"
     scorer = make_eval_scorer(run)
     for entry in models:
@@ -336,7 +339,7 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
             write_results(folder, bench, records, {**summary, "model_path": path})
             log.info(
                 "%s %s: avg@%d %.3f pass@%d %.3f (%d prompts)",
-                entry.label, bench, e.k, summary["avg_at_k"], e.k, summary["pass_at_k"],
+                entry.label, bench, summary["k"], summary["avg_at_k"], summary["k"], summary["pass_at_k"],
                 summary["prompts"],
             )  # fmt: skip
         del backend

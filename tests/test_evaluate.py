@@ -66,6 +66,7 @@ def test_temperature_zero_evaluates_greedily_alone(family, tmp_path):
     records = read_jsonl(alone / "eval" / "base" / "micro_math.jsonl")
     assert [r["mode"] for r in records] == ["greedy"] * 3 and summary["k"] == 1
     assert summary["avg_at_k"] == summary["greedy_accuracy"]
+    assert summary["decoding"]["k"] == 1  # the record says what was decoded, not eval.k
     greedy = [r for r in read_jsonl(beside / "eval" / "base" / "micro_math.jsonl")
               if r["mode"] == "greedy"]  # fmt: skip
     assert [r["completion"] for r in records] == [r["completion"] for r in greedy]
