@@ -73,6 +73,21 @@ def make_scorer(run: RunConfig) -> Scorer:
     )
 
 
+def wants_warm_start(run: RunConfig) -> bool:
+    """Whether rlvr.train runs the SFT warm start: ``sft.enabled``, or when unset (the
+    default), only for the embedded tiny model, which starts from random weights."""
+    if run.init_from is not None:
+        return False
+    if run.sft.enabled is None:
+        if run.model.name != "tiny":
+            log.info(
+                "no SFT warm start for %s (a pretrained model); sft.enabled=true forces one",
+                run.model.name,
+            )
+        return run.model.name == "tiny"
+    return run.sft.enabled
+
+
 def warm_start(run: RunConfig, base_path: str, out_dir: Path) -> tuple[str, float]:
     from rlvr.sft_training import run_sft
 

@@ -30,7 +30,7 @@ def train(run: RunConfig, run_dir: Path) -> dict:
     evals: dict = {}
     evaluate = stages.heldout_eval if run.eval.in_run else stages.no_eval  # a study evaluates later
     start_path, sft_seconds = base_path, 0.0
-    if run.sft.enabled and run.init_from is None:
+    if stages.wants_warm_start(run):
         evals["base"] = evaluate(run, base_path, data, scorer)
         start_path, sft_seconds = stages.warm_start(run, base_path, run_dir / "sft")
     evals["start" if run.init_from else "sft"] = evaluate(run, start_path, data, scorer)

@@ -322,3 +322,19 @@ def test_a_bad_judge_setup_exits_cleanly_before_loading_a_model(judge, message, 
     assert f"config error: {message.format(port=port)}" in output
     assert "Traceback" not in output and "Error executing job" not in output
     assert "Loading weights" not in output and "tiny model ready" not in output
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ([], True),  # the embedded model starts from random weights: it needs the warm start
+        (["model=smollm2-135m-instruct"], False),  # a pretrained model keeps its own skills
+        (["model=qwen3-4b-base"], False),
+        (["model=smollm2-135m-instruct", "sft.enabled=true"], True),  # asked for, it runs
+        (["sft=none"], False),
+    ],
+)
+def test_the_warm_start_is_for_the_embedded_model_unless_asked_for(overrides, expected):
+    from rlvr.stages import wants_warm_start
+
+    assert wants_warm_start(compose_run(*overrides)) is expected

@@ -133,7 +133,9 @@ class AlgoConfig:
 
 @dataclass
 class SFTConfig:
-    enabled: bool = True  # warm start inside rlvr.train when no init checkpoint is given
+    # warm start inside rlvr.train when no init checkpoint is given; None: only the embedded
+    # tiny model (the micro-suite recipe, lr 2e-3, would overwrite a pretrained model's skills)
+    enabled: bool | None = None
     max_steps: int = 600
     learning_rate: float = 2e-3
     lr_scheduler_type: str = "cosine"
