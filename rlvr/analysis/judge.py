@@ -77,6 +77,13 @@ def score(items: Sequence[Labelled], judged: Sequence[bool | None]) -> tuple[flo
     return agree / len(items), sum(j is None for j in judged)
 
 
+def _judged_records(records: list[dict]) -> list[dict]:
+    """The sampled completions of an evaluation, or its greedy ones where it decoded greedily
+    alone (``eval.temperature=0``), so a greedy-only study still has samples to judge."""
+    sampled = [r for r in records if r.get("mode") == "sample"]
+    return sampled or [r for r in records if r.get("mode") == "greedy"]
+
+
 def draw(evals: Evaluations, run: RunConfig) -> dict[str, list[Labelled]]:
     """Per domain, the labelled completions to judge (half correct where possible)."""
     c = run.analyze.judge
@@ -86,8 +93,8 @@ def draw(evals: Evaluations, run: RunConfig) -> dict[str, list[Labelled]]:
     for domain, bench in evals.benchmarks:
         prompts = {r["id"]: r["prompt"] for r in heldout_rows(run, bench)}
         for label in sources:
-            for rec in evals.records(label, bench):
-                if rec.get("mode") == "sample" and rec["id"] in prompts:
+            for rec in _judged_records(evals.records(label, bench)):
+                if rec["id"] in prompts:
                     question = next(
                         (m["content"] for m in reversed(prompts[rec["id"]]) if m["role"] == "user"),
                         "",

@@ -4,12 +4,14 @@ one is counted and scored wrong; bad templates fail before any model loads."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from conftest import write_eval
 
 from rlvr.analysis.evaluations import load as load_evaluations
-from rlvr.analysis.judge import Labelled, SelfVerification, parse, score
+from rlvr.analysis.judge import Labelled, SelfVerification, draw, parse, score
 from rlvr.config import ConfigError, RunConfig
 from rlvr.study.commands import compose
 
@@ -109,3 +111,12 @@ def test_bad_templates_fail_before_any_model_loads(study):
     run.analyze.judge.modes = ["outcome", "steps"]
     with pytest.raises(ConfigError, match=r"unknown \['steps'\]; known: outcome, process"):
         SelfVerification(run, load_evaluations(study, "judge"))
+
+
+def test_a_greedy_only_evaluation_still_gives_samples_to_judge(study):
+    """``eval.temperature=0`` records only greedy completions; the judge draws from those."""
+    for records in (study / "eval").glob("*/*.jsonl"):
+        lines = [json.loads(line) for line in records.read_text().splitlines()]
+        records.write_text("".join(json.dumps({**r, "mode": "greedy"}) + "\n" for r in lines))
+    pools = draw(load_evaluations(study, "judge"), _run())
+    assert [x.correct for x in pools["math"]].count(True) == 3 and len(pools["math"]) == 6
