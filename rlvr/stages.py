@@ -78,14 +78,14 @@ def wants_warm_start(run: RunConfig) -> bool:
     default), only for the embedded tiny model, which starts from random weights."""
     if run.init_from is not None:
         return False
-    if run.sft.enabled is None:
-        if run.model.name != "tiny":
-            log.info(
-                "no SFT warm start for %s (a pretrained model); sft.enabled=true forces one",
-                run.model.name,
-            )
-        return run.model.name == "tiny"
-    return run.sft.enabled
+    if run.sft.enabled is not None:
+        return run.sft.enabled
+    embedded = run.model.name == "tiny"
+    if not embedded:
+        log.info(
+            "no SFT warm start for %s (pretrained); sft.enabled=true forces one", run.model.name
+        )
+    return embedded
 
 
 def warm_start(run: RunConfig, base_path: str, out_dir: Path) -> tuple[str, float]:
