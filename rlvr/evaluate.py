@@ -27,13 +27,13 @@ from rlvr.evaluation.backends import (
     generate_and_score,
     is_episodic,
 )
+from rlvr.evaluation.benchmarks import benchmark_domain, load_benchmark, micro_domain
 from rlvr.evaluation.generation import Decoding
 from rlvr.evaluation.heldout import mean_pass_at_k
 from rlvr.rewards.bridge import Scorer
 
 log = logging.getLogger(__name__)
 
-MICRO_PREFIX = "micro_"
 MODEL_INFO = "model.json"
 
 
@@ -82,42 +82,6 @@ def provenance(path: str) -> dict[str, Any]:
         if "distill" in facts:  # an MT-OPD student: its teachers, objective and held-out KL
             info["distill"] = facts["distill"]
     return info
-
-
-def _domain_of(name: str) -> str | None:
-    return name[len(MICRO_PREFIX) :] if name.startswith(MICRO_PREFIX) else None
-
-
-def benchmark_domain(name: str) -> str:
-    if name.startswith(MICRO_PREFIX):
-        return name[len(MICRO_PREFIX) :]
-    from tasks.registry import get_task
-
-    return get_task(name).domain
-
-
-def load_benchmark(
-    name: str, limit: int | None, data_dir: str, seed: int, difficulty: Any = None
-) -> list[dict]:
-    """Canonical rows of a shared-data benchmark or a micro-suite held-out set (``micro_<d>``).
-
-    ``difficulty`` (micro-suite only): a level, a list of levels, or None for all levels.
-    """
-    if name.startswith(MICRO_PREFIX):
-        from tasks import micro
-
-        domain = name[len(MICRO_PREFIX) :]
-        if domain not in micro.DOMAINS:
-            raise ConfigError(
-                f"eval task {name!r}: no micro-suite generator for {domain!r}; "
-                f"known: {', '.join(MICRO_PREFIX + d for d in micro.DOMAINS)}"
-            )
-        rows = micro.generate(domain, limit or 64, seed, difficulty, split="heldout")
-    else:
-        from tasks.registry import load_task_rows
-
-        rows = load_task_rows(name, limit=limit, data_dir=data_dir, seed=seed)
-    return rows
 
 
 def summarise(rows: Sequence[dict], sampled: list, greedy: list | None, k: int) -> dict[str, Any]:
@@ -304,7 +268,7 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
         check_hub_model_available(m.path)  # offline and not cached: fail before any model
     levels = getattr(run.mixture, "difficulty", None) or {}  # the training run's micro levels
     rows = {
-        t: load_benchmark(t, e.max_prompts, run.paths.data_dir, e.seed, levels.get(_domain_of(t)))
+        t: load_benchmark(t, e.max_prompts, run.paths.data_dir, e.seed, levels.get(micro_domain(t)))
         for t in e.tasks
     }
     if e.backend == "vllm" and (episodic := [t for t in e.tasks if is_episodic(rows[t])]):

@@ -156,7 +156,7 @@ def test_eval_presets_compose_and_name_known_tasks(preset):
 
     from rlvr.cli import CONF_DIR, register_resolvers
     from rlvr.config import register_configs, to_config
-    from rlvr.evaluate import benchmark_domain
+    from rlvr.evaluation.benchmarks import benchmark_domain
 
     register_configs()
     register_resolvers()

@@ -81,7 +81,7 @@ def item_scores(records: Sequence[dict]) -> dict[str, float]:
 def heldout_rows(run: RunConfig, benchmark: str, limit: int | None = None) -> list[dict]:
     """The rows ``rlvr.evaluate`` evaluated for this benchmark under this config, the first
     ``limit`` of them (all when None)."""
-    from rlvr.evaluate import benchmark_domain, load_benchmark
+    from rlvr.evaluation.benchmarks import benchmark_domain, load_benchmark
 
     e = run.eval
     levels = getattr(run.mixture, "difficulty", None) or {}

@@ -106,7 +106,7 @@ def benchmarks(run: RunConfig) -> list[str]:
     """``study.benchmarks``, else those of ``eval.tasks`` that belong to the study's domains."""
     if run.study.benchmarks:
         return list(run.study.benchmarks)
-    from rlvr.evaluate import benchmark_domain
+    from rlvr.evaluation.benchmarks import benchmark_domain
 
     _check_names(run.eval.tasks, "eval.tasks")
     return [t for t in run.eval.tasks if benchmark_domain(t) in run.study.domains]
@@ -153,7 +153,7 @@ def check_plan_names(run: RunConfig) -> None:
 
 
 def _check_names(names: Sequence[str], key: str) -> None:
-    from rlvr.evaluate import MICRO_PREFIX
+    from rlvr.evaluation.benchmarks import MICRO_PREFIX
     from tasks import micro
     from tasks.registry import known_tasks
 

@@ -13,7 +13,7 @@ from safetensors.torch import load_file, save_file
 from rlvr.analysis.evaluations import load as load_evaluations
 from rlvr.analysis.kl import PolicyKL, load, model_kl
 from rlvr.config import ConfigError, RunConfig
-from rlvr.evaluate import load_benchmark
+from rlvr.evaluation.benchmarks import load_benchmark
 from rlvr.models import load_tokenizer
 
 
