@@ -1,10 +1,13 @@
-"""Find the newest checkpoint that was written completely (a half-written one is never picked)."""
+"""Resuming a training stage from its newest complete checkpoint (never a half-written one)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 _CKPT = re.compile(r"^checkpoint-(\d+)$")
 # Files the HF Trainer writes last: trainer_state.json comes after weights, optimizer and RNG.
@@ -53,3 +56,45 @@ def latest_complete_checkpoint(root: Path) -> Path | None:
         if is_complete(path):
             return path
     return None
+
+
+def resume_checkpoint(run, run_dir: Path) -> str | None:
+    """The checkpoint under ``<run_dir>/checkpoints`` a stage continues from: with
+    ``resume=true``, or in a job SLURM requeued; None to start at step 0."""
+    from rlvr.runs import requeue_count
+
+    if requeue_count() and not run.resume:
+        log.info("SLURM requeued this job (restart %d): resuming", requeue_count())
+    elif not run.resume:
+        return None
+
+    ckpt = latest_complete_checkpoint(run_dir / "checkpoints")
+    if ckpt is None:  # a first start under resume=true (as a study runs it) is not a problem
+        report = log.warning if any((run_dir / "checkpoints").glob("checkpoint-*")) else log.info
+        report("resume=true but no complete checkpoint in %s: starting from step 0", run_dir)
+        return None
+    log.info("resuming from %s", ckpt)
+    return str(ckpt)
+
+
+def train_from(trainer, checkpoint: str | None) -> None:
+    """``trainer.train`` from ``checkpoint``, except that a checkpoint already at ``max_steps``
+    (a run killed between its last save and its final model) is loaded, not trained on: the
+    Trainer would run one step past it whenever ``max_steps`` is not a whole number of epochs."""
+    from transformers.trainer_callback import TrainerState
+
+    max_steps = trainer.args.max_steps
+    state = checkpoint and TrainerState.load_from_json(f"{checkpoint}/trainer_state.json")
+    if not state or max_steps <= 0 or state.global_step < max_steps:
+        trainer.train(resume_from_checkpoint=checkpoint)
+        return
+    if trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled:
+        # sharded weights load only into the wrapped model, which exists inside train()
+        log.warning("%s holds the last step; sharded resume may train one more", checkpoint)
+        trainer.train(resume_from_checkpoint=checkpoint)
+        return
+    log.info(
+        "%s holds the last step (%d): loading it, nothing left to train", checkpoint, max_steps
+    )
+    trainer._load_from_checkpoint(checkpoint)
+    trainer.state = state

@@ -88,17 +88,12 @@ def distill_student(
     """TRL's distillation loop from ``start_path`` with routed teachers; (final folder, facts)."""
     from datasets import Dataset
 
+    from rlvr.checkpoints import resume_checkpoint, train_from
     from rlvr.distillation.trainer import RoutedDistillationTrainer, build_distill_config
     from rlvr.models import load_tokenizer
     from rlvr.rewards.bridge import ErrorBudget, StepTimer, build_reward_functions
     from rlvr.runs import MetricsFileCallback
-    from rlvr.stages import (
-        _peft_config,
-        _resume_checkpoint,
-        _sampler_factory,
-        _save_final,
-        train_from,
-    )
+    from rlvr.stages import _peft_config, _sampler_factory, _save_final
 
     started = time.perf_counter()
     budget = ErrorBudget(run.trainer.max_infra_error_rate, run.trainer.infra_error_min_samples)
@@ -122,7 +117,7 @@ def distill_student(
         ),
     )
     trainer_ref["trainer"] = trainer
-    train_from(trainer, _resume_checkpoint(run, run_dir))
+    train_from(trainer, resume_checkpoint(run, run_dir))
     final = run_dir / "final"
     _save_final(trainer, final, run)
     facts = {

@@ -35,9 +35,13 @@ def with_template_options(data, template_kwargs: dict):
 
 
 def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float]:
-    """Fine-tune on demonstrations (loss on completion tokens only); returns (folder, seconds)."""
+    """Fine-tune on demonstrations (loss on completion tokens only); returns (folder, seconds).
+
+    Checkpoints go to ``<out_dir>/checkpoints``; with ``resume=true`` (or a SLURM requeue)
+    the newest complete one is continued from."""
     from trl import SFTConfig, SFTTrainer
 
+    from rlvr.checkpoints import resume_checkpoint, train_from
     from rlvr.models import load_tokenizer, model_init_kwargs
     from rlvr.rewards.bridge import StepTimer
     from rlvr.runs import (
@@ -72,7 +76,10 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         max_length=s.max_length,
         completion_only_loss=True,
         logging_steps=max(s.max_steps // 20, 1),
-        save_strategy="no",
+        save_strategy="steps" if s.save_steps > 0 else "no",
+        save_steps=max(s.save_steps, 1),
+        save_total_limit=s.save_total_limit,
+        save_only_model=False,  # optimizer and RNG state: the resumed run continues exactly
         bf16=run.trainer.bf16,
         gradient_checkpointing=gradient_checkpointing(run.trainer.gradient_checkpointing),
         use_cpu=use_cpu(run.trainer.use_cpu),
@@ -88,7 +95,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         processing_class=tokenizer,
         callbacks=[progress],
     )
-    trainer.train()
+    train_from(trainer, resume_checkpoint(run, out_dir))
     save_full_model(trainer, final, lora=False)
     if is_main_process():
         tokenizer.padding_side = "left"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.accounting import training_compute
+from rlvr.checkpoints import resume_checkpoint, train_from
 from rlvr.config import RunConfig
 from rlvr.data import DomainData, build_domain_data
 from rlvr.rewards.bridge import ErrorBudget, Scorer, StepTimer, build_reward_functions
@@ -238,7 +239,7 @@ def grpo(
     trainer_ref["trainer"] = trainer
     # read now: the trainer resets accelerate's state when it finishes
     parallel = trainer.accelerator.distributed_type.value
-    train_from(trainer, _resume_checkpoint(run, run_dir))
+    train_from(trainer, resume_checkpoint(run, run_dir))
     final = run_dir / "final"
     _save_final(trainer, final, run)
     facts = {
@@ -289,47 +290,6 @@ def _peft_config(run: RunConfig):
         target_modules=modules,
         task_type="CAUSAL_LM",
     )
-
-
-def _resume_checkpoint(run: RunConfig, run_dir: Path) -> str | bool | None:
-    from rlvr.checkpoints import latest_complete_checkpoint
-    from rlvr.runs import requeue_count
-
-    if requeue_count() and not run.resume:
-        log.info("SLURM requeued this job (restart %d): resuming", requeue_count())
-    elif not run.resume:
-        return None
-
-    ckpt = latest_complete_checkpoint(run_dir / "checkpoints")
-    if ckpt is None:  # a first start under resume=true (as a study runs it) is not a problem
-        report = log.warning if any((run_dir / "checkpoints").glob("checkpoint-*")) else log.info
-        report("resume=true but no complete checkpoint in %s: starting from step 0", run_dir)
-        return None
-    log.info("resuming from %s", ckpt)
-    return str(ckpt)
-
-
-def train_from(trainer, checkpoint: str | None) -> None:
-    """``trainer.train`` from ``checkpoint``, except that a checkpoint already at ``max_steps``
-    (a run killed between its last save and its final model) is loaded, not trained on: the
-    Trainer would run one step past it whenever ``max_steps`` is not a whole number of epochs."""
-    from transformers.trainer_callback import TrainerState
-
-    max_steps = trainer.args.max_steps
-    state = checkpoint and TrainerState.load_from_json(f"{checkpoint}/trainer_state.json")
-    if not state or max_steps <= 0 or state.global_step < max_steps:
-        trainer.train(resume_from_checkpoint=checkpoint)
-        return
-    if trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled:
-        # sharded weights load only into the wrapped model, which exists inside train()
-        log.warning("%s holds the last step; sharded resume may train one more", checkpoint)
-        trainer.train(resume_from_checkpoint=checkpoint)
-        return
-    log.info(
-        "%s holds the last step (%d): loading it, nothing left to train", checkpoint, max_steps
-    )
-    trainer._load_from_checkpoint(checkpoint)
-    trainer.state = state
 
 
 def _save_final(trainer, final: Path, run: RunConfig) -> None:

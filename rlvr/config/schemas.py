@@ -148,6 +148,10 @@ class SFTConfig:
     weight_decay: float = 0.0
     max_length: int = 256
     datasets: list[str] = field(default_factory=list)  # Hub chat datasets; empty: micro-suite demos
+    # checkpoints (weights, optimizer, RNG) every save_steps steps, so a killed SFT resumes
+    # (resume=true; the study always passes it) instead of starting over; 0 saves none
+    save_steps: int = 100
+    save_total_limit: int = 1
 
 
 @dataclass

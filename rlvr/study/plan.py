@@ -250,7 +250,9 @@ def build_plan(run: RunConfig) -> list[Stage]:
     else:
         out = root / "sft"
         stages.append(
-            _training_stage("sft", "sft", "rlvr.sft", out, [_domain_option(run, s.domains)], [])
+            _training_stage(
+                "sft", "sft", "rlvr.sft", out, [_domain_option(run, s.domains), "resume=true"], []
+            )
         )
         sft = ModelRef("sft", str(out / "final"), "sft")
     ctx = PlanContext(run, root, sft, {}, {})
