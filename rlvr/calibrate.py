@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 def calibrate(run: RunConfig, run_dir: Path | None = None) -> Table:
     """Evaluate (finished pairs are kept), tabulate, write ``calibration.{md,csv}``, print."""
-    from rlvr.evaluate import evaluate
+    from rlvr.evaluation.evaluator import evaluate
     from rlvr.reporting.calibration import calibration_table, failing
     from rlvr.reporting.tables import load_results, to_markdown, write_table
     from rlvr.study.plan import benchmarks, study_root

@@ -16,23 +16,12 @@ from typing import Any
 
 from rlvr.config import ConfigError, RunConfig
 from rlvr.merge_presets import PRESETS, base_policy, resolve
+from rlvr.models import model_folder
 
 log = logging.getLogger(__name__)
 
 MERGE_INFO = "merge.json"
 MERGEKIT_YAML = "mergekit_config.yml"
-
-
-def model_folder(path: str | Path) -> Path:
-    """A loadable model folder: a run folder's ``final/``, a model folder, or a LoRA adapter."""
-    p = Path(path).expanduser().resolve()
-    for candidate in (p / "final", p):
-        if (candidate / "config.json").is_file() or (candidate / "adapter_config.json").is_file():
-            return candidate
-    raise ConfigError(
-        f"{path!r} is neither a run folder with final/ nor a model folder (no config.json); "
-        "pass a finished training run (outputs/<experiment>/<run>) or a saved model"
-    )
 
 
 def _mergekit_ref(folder: Path, base: Path | None) -> str:

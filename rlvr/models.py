@@ -15,6 +15,18 @@ log = logging.getLogger(__name__)
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "auto": "auto"}
 
 
+def model_folder(path: str | Path) -> Path:
+    """A loadable model folder: a run folder's ``final/``, a model folder, or a LoRA adapter."""
+    p = Path(path).expanduser().resolve()
+    for candidate in (p / "final", p):
+        if (candidate / "config.json").is_file() or (candidate / "adapter_config.json").is_file():
+            return candidate
+    raise ConfigError(
+        f"{path!r} is neither a run folder with final/ nor a model folder (no config.json); "
+        "pass a finished training run (outputs/<experiment>/<run>) or a saved model"
+    )
+
+
 def resolve_model_path(model: ModelConfig, cache_dir: str) -> str:
     """The folder or Hub id to load; builds the embedded tiny model, or converts a packaged
     one (``rlvr.packaged_models``), on first use."""

@@ -48,7 +48,7 @@ def test_multiple_choice_at_chance_leaves_no_room(avg, chance, expected):
 
 
 def test_guessing_accuracy_averages_over_the_rows_options():
-    from rlvr.evaluate import guessing_accuracy
+    from rlvr.evaluation.metrics import guessing_accuracy
     from tasks import micro
 
     rows = [r for level in (1, 2, 3) for r in micro.generate("science", 20, 0, level, "heldout")]

@@ -281,7 +281,7 @@ def _run_folder(root: Path, name: str, summary: dict) -> Path:
 
 
 def test_an_mt_opd_model_is_a_row_of_the_merge_and_cost_tables(tmp_path):
-    from rlvr.evaluate import provenance
+    from rlvr.evaluation.results import provenance
     from rlvr.reporting.tables import ModelResult, cost_table, infer_role, merge_table
 
     def cost(device_s: float, **rl: float) -> dict:

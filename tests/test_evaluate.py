@@ -10,7 +10,9 @@ import pytest
 from test_merge import one_torch_thread, tiny_family  # noqa: F401  (autouse fixture)
 
 from rlvr.config import ConfigError, EvalConfig, LoggerConfig, RunConfig
-from rlvr.evaluate import evaluate, load_benchmark, parse_models, summarise
+from rlvr.evaluation.benchmarks import load_benchmark
+from rlvr.evaluation.evaluator import evaluate, parse_models
+from rlvr.evaluation.metrics import summarise
 from tasks.registry import shared_data_dir
 from verifiers import Verdict
 

@@ -126,7 +126,7 @@ def test_config_trains_and_its_final_model_merges_and_evaluates(
     torch.testing.assert_close(merged_w[key].float(), expected_mean, rtol=1e-3, atol=1e-4)
 
     from rlvr.config import EvalConfig, LoggerConfig, RunConfig
-    from rlvr.evaluate import evaluate
+    from rlvr.evaluation.evaluator import evaluate
 
     run = RunConfig(
         eval=EvalConfig(

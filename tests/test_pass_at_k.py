@@ -15,7 +15,7 @@ from math import prod
 import pytest
 
 from rlvr.config import ConfigError, DomainConfig, RunConfig, validate
-from rlvr.evaluate import summarise
+from rlvr.evaluation.metrics import summarise
 from rlvr.evaluation.heldout import mean_pass_at_k, pass_at_k
 from verifiers import Verdict
 

@@ -14,7 +14,7 @@ from test_merge import one_torch_thread, perturbed_copy, tiny_family  # noqa: F4
 
 from rlvr.accounting import sum_compute
 from rlvr.config import ConfigError, EvalConfig, LoggerConfig, RunConfig
-from rlvr.evaluate import evaluate
+from rlvr.evaluation.evaluator import evaluate
 from rlvr.merge import merge_models
 from rlvr.report import build_report
 

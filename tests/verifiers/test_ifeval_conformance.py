@@ -69,7 +69,7 @@ def test_verifier_reward_agrees_with_the_prompt_level_metric(
 
 def test_the_evaluation_summary_reports_the_same_levels_from_the_verdicts(joined, scores):
     """``rlvr.evaluate``'s IFEval figures (from each verdict's summary) equal the checkers'."""
-    from rlvr.evaluate import ifeval_levels
+    from rlvr.evaluation.metrics import ifeval_levels
 
     verifier = IFEvalVerifier()
     rows = [{"verifier": "ifeval"} for _ in joined]
