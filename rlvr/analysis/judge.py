@@ -5,10 +5,13 @@ The labelled completions are evaluation samples (``<study>/eval/<label>/<benchma
 ``analyze.judge.completions``, half with the verdict ``correct`` where there are enough, the
 rest not correct (wrong, format error, timeout). Each model judges each one greedily, in two
 modes: *outcome* sees the task and the extracted final answer, *process* the task and the whole
-response; the prompts are ``analyze.judge.templates``. The reply's first word from
-``correct_words`` or ``wrong_words`` is its judgement; a reply with neither is *unparseable*,
-counted, and scored as a wrong judgement. Judge accuracy is the share of judgements that agree
-with the label; the base rate beside it is the share labelled correct, which is exactly what a
+response; the prompts are ``analyze.judge.templates``. With ``scoring=probability`` (the
+default) the judgement is the word list, ``correct_words`` or ``wrong_words``, holding more of
+the reply's first-token probability (``rlvr.analysis.judge_odds``): one forward pass, and a
+judgement from every model, however small. With ``scoring=reply`` the model generates and the
+reply's first word from either list decides; a reply with neither is *unparseable*, counted,
+and scored as a wrong judgement. Judge accuracy is the share of judgements that agree with
+the label; the base rate beside it is the share labelled correct, which is exactly what a
 judge that always says "correct" scores.
 """
 
@@ -30,6 +33,7 @@ from rlvr.reporting.tables import Table
 
 log = logging.getLogger(__name__)
 MODES = ("outcome", "process")
+SCORINGS = ("probability", "reply")
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,10 @@ class Labelled:
 
 
 def check(c: JudgeConfig) -> None:
+    if c.scoring not in SCORINGS:
+        raise ConfigError(
+            f"analyze.judge.scoring: unknown {c.scoring!r}; known: {', '.join(SCORINGS)}"
+        )
     if bad := [m for m in c.modes if m not in MODES]:
         raise ConfigError(f"analyze.judge.modes: unknown {bad}; known: {', '.join(MODES)}")
     for mode in c.modes:
@@ -134,9 +142,18 @@ class SelfVerification:
 
     def judge(self, model, tokenizer, items: list[Labelled], mode: str) -> list[bool | None]:
         from rlvr.chat_format import ChatFormat
-        from rlvr.evaluation.generation import Decoding, generate
+        from rlvr.evaluation.generation import Decoding, generate, prompt_ids
 
         c = self.run.analyze.judge
+        if c.scoring == "probability":
+            from rlvr.analysis.judge_odds import verdict_log_odds, verdict_tokens
+
+            right, wrong = verdict_tokens(tokenizer, c.correct_words, c.wrong_words)
+            ids = prompt_ids(
+                tokenizer, [prompt(x, mode, c) for x in items], ChatFormat.of(self.run.model)
+            )
+            odds = verdict_log_odds(model, tokenizer, ids, right, wrong, c.batch_size)
+            return [o > 0 for o in odds]
         decoding = Decoding(greedy=True, max_new_tokens=c.max_new_tokens)
         replies = generate(
             model,
@@ -191,7 +208,12 @@ class SelfVerification:
             tuple(rows),
             (
                 f"{len(items)} labelled completions ({', '.join(f'{d} {len(p)}' for d, p in pools.items())}); "
-                "labels: our verifiers' verdicts; an unparseable judgement counts as wrong",
+                "labels: our verifiers' verdicts; "
+                + (
+                    "judgement: the word list with more first-token probability"
+                    if self.run.analyze.judge.scoring == "probability"
+                    else "judgement: the reply's first verdict word; unparseable counts as wrong"
+                ),
             ),
         )
         series = [f"{d} {m}" for m in self.run.analyze.judge.modes for d in pools]

@@ -35,6 +35,10 @@ class JudgeConfig:
     templates: dict[str, str] = field(default_factory=dict)  # mode -> text with {question} ...
     correct_words: list[str] = field(default_factory=lambda: ["correct", "right", "yes"])
     wrong_words: list[str] = field(default_factory=lambda: ["incorrect", "wrong", "no"])
+    # probability: the verdict is the word list holding more of the reply's first-token
+    # probability (never unparseable; every model has a preference) | reply: generate up to
+    # max_new_tokens and parse the first verdict word (for models that reason first)
+    scoring: str = "probability"
     max_new_tokens: int = 16
     max_chars: int = 600  # a judged completion is cut to its last this many characters
     batch_size: int = 32

@@ -12,6 +12,7 @@ from conftest import write_eval
 
 from rlvr.analysis.evaluations import load as load_evaluations
 from rlvr.analysis.judge import Labelled, SelfVerification, draw, parse, score
+from rlvr.analysis.judge_odds import verdict_log_odds, verdict_tokens
 from rlvr.config import ConfigError, RunConfig
 from rlvr.study.commands import compose
 
@@ -87,8 +88,10 @@ def study(tmp_path, tiny_model_dir):
     return tmp_path
 
 
-def test_a_judge_that_always_says_yes_scores_exactly_the_base_rate(study):
+@pytest.mark.parametrize("scoring", ["probability", "reply"])
+def test_a_judge_that_always_says_yes_scores_exactly_the_base_rate(study, scoring):
     run = _run()
+    run.analyze.judge.scoring = scoring
     out = SelfVerification(run, load_evaluations(study, "judge")).write(study / "analysis")
     rows = out.tables[0].rows
     base = rows[0]
@@ -120,3 +123,31 @@ def test_a_greedy_only_evaluation_still_gives_samples_to_judge(study):
         records.write_text("".join(json.dumps({**r, "mode": "greedy"}) + "\n" for r in lines))
     pools = draw(load_evaluations(study, "judge"), _run())
     assert [x.correct for x in pools["math"]].count(True) == 3 and len(pools["math"]) == 6
+
+
+def test_verdict_odds_are_those_of_each_prompt_alone(tiny_model_dir):
+    """Left-padded batches give each prompt the odds its own unpadded forward gives."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    right, wrong = verdict_tokens(tokenizer, *WORDS)
+    prompts = [tokenizer.encode(t) for t in ("Is 2+2=4? ", "Task: 7*8. Answer: 54. Right?", "x")]
+    batched = verdict_log_odds(model, tokenizer, prompts, right, wrong, batch_size=8)
+    alone = [verdict_log_odds(model, tokenizer, [p], right, wrong, 1)[0] for p in prompts]
+    assert batched == pytest.approx(alone, abs=1e-4)
+    assert len(set(round(o, 6) for o in alone)) == 3  # the prompts matter
+
+
+def test_verdict_words_that_share_their_first_token_are_refused(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)  # one token per character
+    with pytest.raises(ConfigError, match="start with the same tokens"):
+        verdict_tokens(tokenizer, ["correct"], ["cancelled"])
+    run = _run()
+    run.analyze.judge.scoring = "vibes"
+    with pytest.raises(ConfigError, match="unknown 'vibes'; known: probability, reply"):
+        from rlvr.analysis.judge import check
+
+        check(run.analyze.judge)
