@@ -28,6 +28,26 @@ REL_TOL = sympy.Rational(1, 10**4)  # tighter than any rounding a model would be
 Parsed = tuple[list[Any], bool]  # (math-verify parse list, answer was written as a percent)
 
 
+# Notations math-verify misreads: \varnothing becomes a symbol, "\{ \}" a string, and
+# 0.\overline{3} the number 0 (so it would "equal" gold 0 and miss gold 1/3).
+_EMPTY_SET = re.compile(r"\\varnothing|\\O(?![A-Za-z])|\\\{\s*\\\}")
+_REPEATING = re.compile(r"(-?)(\d*)\.(\d*)\\overline\{(\d+)\}")
+
+
+def _repeating_as_fraction(match: re.Match) -> str:
+    sign, whole, fixed, cycle = match.groups()
+    head = int((whole or "0") + fixed)
+    numerator = int((whole or "0") + fixed + cycle) - head
+    denominator = 10 ** len(fixed) * (10 ** len(cycle) - 1)
+    return f"{sign}\\frac{{{numerator}}}{{{denominator}}}"
+
+
+def normalise_notation(answer: str) -> str:
+    """Rewrite the notations above into forms math-verify reads as meant."""
+    answer = _EMPTY_SET.sub(lambda _: "\\emptyset", answer)
+    return _REPEATING.sub(_repeating_as_fraction, answer)
+
+
 def _split_percent(answer: str) -> tuple[str, bool]:
     stripped = _PERCENT.sub("", answer)
     return stripped, stripped != answer
@@ -40,7 +60,7 @@ def parse_answer(answer: str) -> Parsed:
     The string is boxed first so LaTeX extraction takes it whole; if that yields nothing,
     the raw text is searched for an expression instead. Cached: one gold serves many samples.
     """
-    body, percent = _split_percent(answer.strip())
+    body, percent = _split_percent(normalise_notation(answer.strip()))
     parsed = parse("\\boxed{" + body + "}", list(_CONFIG), parsing_timeout=None)
     if not any(_is_math(p) for p in parsed):
         parsed = parse(body, list(_CONFIG), parsing_timeout=None) or parsed
@@ -65,10 +85,24 @@ MAX_EXPONENT = 10_000  # 2^{10000} is already 3,011 digits; towers beyond are no
 MAX_FACTORIAL = 1_000
 
 
+# Functions whose value explodes with their argument: exp(10^10) has ~4e9 digits.
+_GROWTH = (sympy.exp, sympy.sinh, sympy.cosh, sympy.gamma, sympy.factorial2, sympy.subfactorial)
+# Unevaluated sums, products, integrals and limits are not final answers; evaluating one
+# over an infinite range can run without end.
+_UNEVALUATED = (sympy.Sum, sympy.Product, sympy.Integral, sympy.Limit)
+
+
 def _huge_power(node: Any) -> bool:
-    """A numeric power or factorial whose exact value is astronomically large."""
-    if isinstance(node, sympy.factorial) and node.args[0].is_number:
-        size, limit = node.args[0], MAX_FACTORIAL
+    """A numeric power, factorial or fast-growing function whose exact value is
+    astronomically large, or an unevaluated sum, product, integral or limit."""
+    if isinstance(node, _UNEVALUATED):
+        return True
+    if isinstance(node, (sympy.factorial, *_GROWTH)) and node.args and node.args[0].is_number:
+        inner = sympy.preorder_traversal(node.args[0])
+        if any(isinstance(n, (sympy.factorial, *_GROWTH)) and _huge_power(n) for n in inner):
+            return True  # nested: in 10!!!!, (10!)! is already past anything evaluable
+        size = node.args[0]
+        limit = MAX_EXPONENT if isinstance(node, _GROWTH) else MAX_FACTORIAL
     elif isinstance(node, sympy.Pow) and node.base.is_number and node.exp.is_number:
         if node.base in (0, 1, -1):
             return False
@@ -98,6 +132,8 @@ def _numbers_disagree(gold: list[Any], answer: list[Any]) -> bool:
     """
     g, a = gold[0], answer[0]
     if not (isinstance(g, sympy.Number) and isinstance(a, sympy.Number)) or g == 0:
+        return False
+    if not (g.is_finite and a.is_finite):  # oo, -oo, zoo, nan: math-verify's verdict stands
         return False
     return bool(abs((a - g) / g) > REL_TOL)
 

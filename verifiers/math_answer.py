@@ -22,10 +22,14 @@ A number with a base subscript (``52_9``, ``52_{9}``, ``\\text{52}_{9}``) equals
 number in the same base: never ``52_8``, never bare ``52`` (math-verify drops the subscript).
 
 Answers longer than ``MAX_ANSWER_CHARS``, nested deeper than ``MAX_BRACE_DEPTH`` or holding
-a numeric power/factorial too large to evaluate (``10^{10^{10}}``) grade ``wrong`` up front;
-anything else slow is bounded by the pool's hard kill. No answer found is ``format_error``.
-A gold that math-verify cannot parse is an ``error`` verdict whose details start with
-``unscorable reference``; ``is_scorable`` lets data loading drop such rows up front.
+a numeric power, factorial or fast-growing function too large to evaluate (``10^{10^{10}}``,
+``10!!!!``, ``\\sinh(10^{10})``) or an unevaluated sum, product, integral or limit grade
+``wrong`` up front; anything else slow is bounded by the pool's hard kill. No answer found is
+``format_error``. Special values (``\\infty``, ``NaN``, ``\\emptyset``) are compared like any
+other answer, and an answer that makes the comparison itself raise grades ``wrong``: model
+output is never an ``error``. A gold that math-verify cannot parse is an ``error`` verdict
+whose details start with ``unscorable reference`` (our data's fault, not the model's);
+``is_scorable`` lets data loading drop such rows up front.
 
 Against M2RL's grader (the last ``\\boxed{}`` after the last "Answer:"): ours takes whichever
 of the two comes last, so an ``Answer: 12`` line without a box is graded rather than lost,
@@ -130,12 +134,19 @@ class MathVerifier:
             return Verdict.wrong(
                 shown, clip(f"base or digits differ from {reference.get('answer')!r}")
             )
-        parsed = _mathverify.parse_answer(answer)
-        if _mathverify.oversized(parsed) and not _mathverify.oversized(gold):
-            return Verdict.wrong(shown, "answer holds a power too large to compare")
-        if _mathverify.equivalent(gold, parsed):
-            return Verdict.correct(shown)
-        return Verdict.wrong(shown, clip(f"not equivalent to gold {reference.get('answer')!r}"))
+        try:
+            return _compare(gold, answer, shown, reference.get("answer"))
+        except Exception as exc:  # noqa: BLE001  (the gold parsed: the model's answer broke it)
+            return Verdict.wrong(shown, clip(f"answer cannot be compared ({type(exc).__name__})"))
+
+
+def _compare(gold: _mathverify.Parsed, answer: str, shown: str, written: Any) -> Verdict:
+    parsed = _mathverify.parse_answer(answer)
+    if _mathverify.oversized(parsed) and not _mathverify.oversized(gold):
+        return Verdict.wrong(shown, "answer holds a power too large to compare")
+    if _mathverify.equivalent(gold, parsed):
+        return Verdict.correct(shown)
+    return Verdict.wrong(shown, clip(f"not equivalent to gold {written!r}"))
 
 
 register("math", MathVerifier)
