@@ -32,7 +32,8 @@ def run_hostile(verifier, body: str, reference: dict = CALL_REF):
     verdict = verify(fenced(body), reference, verifier)
     elapsed = time.monotonic() - start
     assert elapsed < MAX_SECONDS, f"hostile run took {elapsed:.1f}s"
-    assert verdict.status in (Status.WRONG, Status.TIMEOUT, Status.ERROR), verdict
+    # hostile output is scored, never an infrastructure error (those count toward aborting a run)
+    assert verdict.status in (Status.WRONG, Status.TIMEOUT), verdict
     after = verify(NORMAL, CALL_REF, verifier)
     assert after.status is Status.CORRECT, f"sandbox unhealthy after hostile run: {after}"
     return verdict
