@@ -15,8 +15,8 @@ from math import prod
 import pytest
 
 from rlvr.config import ConfigError, DomainConfig, RunConfig, validate
-from rlvr.evaluation.metrics import summarise
 from rlvr.evaluation.heldout import mean_pass_at_k, pass_at_k
+from rlvr.evaluation.metrics import summarise
 from verifiers import Verdict
 
 # (n samples, c correct, k) -> pass@k, from the reference implementations' documentation

@@ -42,9 +42,10 @@ OVERRIDES = [
 ]
 
 
-def start(
-    output_root: Path, cache: Path, *extra: str, env: dict[str, str] | None = None
+def launch(
+    module: str, args: list[str], output_root: Path, cache: Path, env: dict[str, str] | None = None
 ) -> subprocess.Popen:
+    """``python -m <module> <args>`` offline, one thread, logging to ``<output_root>.log``."""
     env = {
         **os.environ,
         **(env or {}),
@@ -56,19 +57,18 @@ def start(
     }
     log = (output_root.parent / f"{output_root.name}.log").open("a")
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "rlvr.train",
-            *OVERRIDES,
-            f"paths.output_root={output_root}",
-            *extra,
-        ],
+        [sys.executable, "-m", module, *args, f"paths.output_root={output_root}"],
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: SIGKILL reaches the verifier workers
     )
+
+
+def start(
+    output_root: Path, cache: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    return launch("rlvr.train", [*OVERRIDES, *extra], output_root, cache, env)
 
 
 def finish(proc: subprocess.Popen, output_root: Path, timeout: float = 240) -> None:

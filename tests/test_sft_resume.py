@@ -5,13 +5,11 @@ same weights as an uninterrupted run."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_resume import final_weights_equal, kill, wait_for_checkpoint
+from test_resume import final_weights_equal, kill, launch, wait_for_checkpoint
 
 from rlvr.checkpoints import latest_complete_checkpoint
 
@@ -33,22 +31,7 @@ OVERRIDES = [
 
 
 def start(output_root: Path, cache: Path, *extra: str) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-        "WANDB_MODE": "disabled",
-        "RLVR_CACHE": str(cache),
-        "OMP_NUM_THREADS": "1",
-    }
-    log = (output_root.parent / f"{output_root.name}.log").open("a")
-    return subprocess.Popen(
-        [sys.executable, "-m", "rlvr.sft", *OVERRIDES, f"paths.output_root={output_root}", *extra],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    return launch("rlvr.sft", [*OVERRIDES, *extra], output_root, cache)
 
 
 def finish(proc: subprocess.Popen, output_root: Path) -> Path:
