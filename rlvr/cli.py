@@ -111,6 +111,27 @@ def configure_threads() -> None:
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
 
 
+PLANNED = {"rl": "rl", "sft": "sft", "distill": "distill", "eval": "eval"}  # stage -> plan kind
+
+
+def plan_first(run: RunConfig) -> bool:
+    """The stage's resource plan: printed with ``dry_run=true`` (then the stage stops: True);
+    a stage that cannot fit ``trainer.device_memory_gib`` fails here, before any model loads."""
+    from rlvr.planning import assumptions, check_fits, format_plan, plan_stage
+    from rlvr.trainer_args import sharded, world_size
+
+    kind = PLANNED.get(run.stage)
+    if kind is None:
+        if run.dry_run:
+            sys.stdout.write(f"{run.stage}: no resource plan (runs on the host); nothing run\n")
+        return run.dry_run
+    plan = plan_stage(run, run.run_name, kind, world_size(), sharded())
+    if run.dry_run:
+        sys.stdout.write(format_plan([plan], assumptions(run.trainer)) + "\n")
+    check_fits([plan])
+    return run.dry_run
+
+
 def hydra_entry(
     stage: str, body: Callable[[RunConfig, Path], Any], config_name: str = "train"
 ) -> None:
@@ -128,6 +149,12 @@ def hydra_entry(
         cfg.stage = stage
         try:
             run = to_config(cfg)
+        except ConfigError as err:
+            log.error("config error: %s", err)
+            sys.exit(2)
+        try:
+            if plan_first(run):
+                return
         except ConfigError as err:
             log.error("config error: %s", err)
             sys.exit(2)

@@ -52,7 +52,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         use_cpu,
     )
     from rlvr.saving import save_full_model
-    from rlvr.trainer_args import report_to
+    from rlvr.trainer_args import micro_batches, report_to
 
     final = out_dir / "final"
     if (final / "config.json").exists():
@@ -62,13 +62,15 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
     tokenizer = load_tokenizer(model_path, run.model)
     tokenizer.padding_side = "right"
     s = run.sft
+    micro, accumulation = micro_batches(run, "sft")
     args = SFTConfig(
         output_dir=str(out_dir / "checkpoints"),
         run_name=f"{run.experiment}/{run.run_name}/sft",
         report_to=report_to(run),
         seed=run.trainer.seed,
         max_steps=s.max_steps,
-        per_device_train_batch_size=s.batch_size,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=accumulation,
         learning_rate=s.learning_rate,
         lr_scheduler_type=s.lr_scheduler_type,
         warmup_steps=s.warmup_steps,

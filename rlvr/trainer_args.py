@@ -9,7 +9,7 @@ from typing import Any
 
 from trl import GRPOConfig
 
-from rlvr.config import ConfigError, RunConfig
+from rlvr.config import RunConfig
 from rlvr.models import model_init_kwargs
 from rlvr.runs import gradient_checkpointing, use_cpu
 
@@ -18,29 +18,27 @@ def world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def per_device_share(run: RunConfig, total: int, what: str) -> int:
-    """Completions per device per micro-step so one generation batch is one optimiser update."""
-    shards = world_size() * run.trainer.gradient_accumulation_steps
-    if total % shards:
-        raise ConfigError(
-            f"{what}={total} completions per step must divide evenly over {world_size()} "
-            f"processes x {run.trainer.gradient_accumulation_steps} accumulation steps; "
-            "change prompts_per_step or trainer.gradient_accumulation_steps"
-        )
-    return total // shards
+def sharded() -> bool:
+    """Whether accelerate launched this process under FSDP (weights split over the ranks)."""
+    return os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
 
 
-def per_device_batch(run: RunConfig) -> int:
-    total = run.algo.prompts_per_step * run.algo.num_generations
-    return per_device_share(run, total, "algo.prompts_per_step*algo.num_generations")
+def micro_batches(run: RunConfig, kind: str) -> tuple[int, int]:
+    """(rows per device per forward/backward, micro-batches per optimizer step) of a training
+    stage of ``kind`` (rl, sft, distill): one generation batch is one optimizer update, cut as
+    ``trainer.micro_batch`` says (rlvr.planning)."""
+    from rlvr.planning import micro_steps
+
+    return micro_steps(run, kind, world_size(), sharded=sharded())
 
 
 def report_to(run: RunConfig) -> list[str]:
     return ["wandb"] if run.logger.name == "wandb" else []
 
 
-def trainer_arguments(run: RunConfig, output_dir: Path) -> dict[str, Any]:
-    """The fields every TRL trainer config takes from the ``trainer`` and ``model`` groups."""
+def trainer_arguments(run: RunConfig, output_dir: Path, accumulation: int) -> dict[str, Any]:
+    """The fields every TRL trainer config takes from the ``trainer`` and ``model`` groups;
+    ``accumulation``: micro-batches per optimizer step (``micro_batches``)."""
     t = run.trainer
     return dict(
         output_dir=str(output_dir),
@@ -52,7 +50,7 @@ def trainer_arguments(run: RunConfig, output_dir: Path) -> dict[str, Any]:
         save_steps=max(t.save_steps, 1),
         save_total_limit=t.save_total_limit,
         logging_steps=t.logging_steps,
-        gradient_accumulation_steps=t.gradient_accumulation_steps,
+        gradient_accumulation_steps=accumulation,
         gradient_checkpointing=gradient_checkpointing(t.gradient_checkpointing),
         bf16=t.bf16,
         use_cpu=use_cpu(t.use_cpu),  # several CPU processes train as one job
@@ -72,10 +70,11 @@ def trainer_arguments(run: RunConfig, output_dir: Path) -> dict[str, Any]:
 def build_grpo_config(run: RunConfig, output_dir: Path) -> GRPOConfig:
     """The only place our settings become TRL's: one field at a time, nothing implicit."""
     a, t = run.algo, run.trainer
+    micro, accumulation = micro_batches(run, "rl")
     return GRPOConfig(
-        **trainer_arguments(run, output_dir),
+        **trainer_arguments(run, output_dir, accumulation),
         max_steps=t.max_steps,
-        per_device_train_batch_size=per_device_batch(run),
+        per_device_train_batch_size=micro,
         learning_rate=a.learning_rate,
         lr_scheduler_type=a.lr_scheduler_type,
         warmup_steps=a.warmup_steps,

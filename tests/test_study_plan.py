@@ -22,7 +22,8 @@ SHAPE = ("study.seeds=[0]", "study.stages=[neighbourhood,analyze]")
 
 
 def _plan(tmp_path, *extra: str):
-    return plan(["experiment=tiny_study", *SHAPE, f"study.out_dir={tmp_path}", *extra])
+    """(run, stages, hashes, commands) of the reduced tiny study."""
+    return plan(["experiment=tiny_study", *SHAPE, f"study.out_dir={tmp_path}", *extra])[:4]
 
 
 def test_tiny_study_expands_to_every_stage_with_its_dependencies(tmp_path):
@@ -258,7 +259,7 @@ def test_training_stages_run_under_accelerate_when_the_study_names_a_config(tmp_
 
 
 def test_m2rl_study_composes_for_gpu_clusters(tmp_path):
-    run, stages, _, commands = plan(["experiment=m2rl_study", f"study.out_dir={tmp_path}"])
+    run, stages, _, commands, _ = plan(["experiment=m2rl_study", f"study.out_dir={tmp_path}"])
     assert run.model.name == "Qwen/Qwen3-4B-Base" and run.study.launcher == "slurm"
     assert run.algo.num_generations == 16 and run.algo.learning_rate == 2e-6
     expert = commands["expert-code-seed0"]

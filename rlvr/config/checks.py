@@ -40,8 +40,20 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 def to_config(cfg: DictConfig) -> RunConfig:
     """Convert a composed Hydra config to the typed object and validate it."""
     run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
-    validate(run)
+    validate(run, check_paths=not run.dry_run)  # a dry run plans before the inputs exist
     return run
+
+
+def check_micro_batch(micro: object) -> None:
+    if micro is None or micro == "auto":
+        return
+    if isinstance(micro, str) and micro.isdigit():
+        micro = int(micro)
+    if not isinstance(micro, int) or isinstance(micro, bool) or micro < 1:
+        raise ConfigError(
+            f"trainer.micro_batch={micro!r}: give a positive number of rows per device, "
+            "auto (the largest that fits trainer.device_memory_gib), or null"
+        )
 
 
 def validate(run: RunConfig, check_paths: bool = True) -> None:
@@ -68,6 +80,7 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
                 f"does not select a domain; select it with domains=[...,{name}]"
             )
     _check_positive(run)
+    check_micro_batch(run.trainer.micro_batch)
     mixture_schedule(run)
     check_async_generation(run)
     check_parallel_reward(run)

@@ -37,6 +37,10 @@ class ModelConfig:
     trust_remote_code: bool = False
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
     tiny: TinySpecConfig = field(default_factory=TinySpecConfig)
+    # the model's config.json fields (hidden_size, num_hidden_layers, num_attention_heads,
+    # num_key_value_heads, head_dim, intermediate_size, vocab_size, tie_word_embeddings,
+    # max_position_embeddings) for the resource plan when no local config.json is at hand
+    shape: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -229,6 +233,18 @@ class TrainerConfig:
     infra_error_min_samples: int = 32
     verifier_workers: int = 0  # 0: one per core (capped)
     verifier_timeout_s: float = 10.0
+    # The resource plan (rlvr.planning): every dry run prints each stage's memory per device and
+    # step time. device_memory_gib: the accelerator's memory; a stage that cannot fit fails at
+    # plan time (null: plan without the check, as on CPU). micro_batch: rows per device per
+    # forward; null keeps gradient_accumulation_steps, an int splits each device's share of
+    # the step into micro-batches of that size, auto picks the largest that fits. The step time
+    # is a FLOPs count at device_tflops x plan_mfu (training) and x plan_decode_mfu (sampling).
+    device_memory_gib: float | None = None
+    device_tflops: float | None = None
+    plan_mfu: float = 0.35
+    plan_decode_mfu: float = 0.05
+    plan_prompt_tokens: int = 1024  # prompt length the plan assumes (prompts vary; say yours)
+    micro_batch: int | str | None = None
 
 
 @dataclass
@@ -343,6 +359,7 @@ class RunConfig:
     run_name: str = "default"
     init_from: str | None = None  # checkpoint folder (e.g. an SFT run) to start from
     resume: bool = False
+    dry_run: bool = False  # print the stage's resource plan (rlvr.planning) and stop
     model: ModelConfig = field(default_factory=ModelConfig)
     domains: dict[str, DomainConfig] = field(default_factory=dict)
     mixture: MixtureConfig = field(default_factory=MixtureConfig)

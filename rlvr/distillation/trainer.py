@@ -22,25 +22,21 @@ from trl import DistillationConfig, DistillationTrainer
 from rlvr.config import RunConfig
 from rlvr.distillation.teachers import Teacher, completion_logprobs
 from rlvr.runs import DataIdLog
-from rlvr.trainer_args import per_device_share, trainer_arguments
+from rlvr.trainer_args import micro_batches, trainer_arguments
 
 
 def distill_steps(run: RunConfig) -> int:
     return run.distill.max_steps if run.distill.max_steps is not None else run.trainer.max_steps
 
 
-def per_device_rows(run: RunConfig) -> int:
-    total = run.distill.prompts_per_step * run.distill.samples_per_prompt
-    return per_device_share(run, total, "distill.prompts_per_step*distill.samples_per_prompt")
-
-
 def build_distill_config(run: RunConfig, output_dir: Path) -> DistillationConfig:
     """The only place our settings become TRL's: one field at a time, nothing implicit."""
     d = run.distill
+    micro, accumulation = micro_batches(run, "distill")
     return DistillationConfig(
-        **trainer_arguments(run, output_dir),
+        **trainer_arguments(run, output_dir, accumulation),
         max_steps=distill_steps(run),
-        per_device_train_batch_size=per_device_rows(run),
+        per_device_train_batch_size=micro,
         learning_rate=d.learning_rate,
         lr_scheduler_type=d.lr_scheduler_type,
         warmup_steps=d.warmup_steps,

@@ -12,11 +12,13 @@ import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, validate
+from rlvr.planning import StagePlan, assumptions, check_fits, format_plan
 from rlvr.study.commands import (
     command,
     compose,
@@ -31,6 +33,7 @@ from rlvr.study.launchers import StageJob, make_launcher, thread_env
 from rlvr.study.manifest import Manifest, reconcile
 from rlvr.study.plan import Stage, build_plan, study_root
 from rlvr.study.progress import Progress, closing_screen, print_plan
+from rlvr.study.resources import resource_plan
 from rlvr.study.scheduler import Interrupted, run_stages
 
 log = logging.getLogger("rlvr.study")
@@ -52,7 +55,15 @@ def load_study(argv: list[str]) -> RunConfig:
     return run
 
 
-def plan(argv: list[str]) -> tuple[RunConfig, list[Stage], dict[str, str], dict[str, list[str]]]:
+class StudyPlan(NamedTuple):
+    run: RunConfig
+    stages: list[Stage]
+    hashes: dict[str, str]
+    commands: dict[str, list[str]]
+    resources: list[StagePlan]  # memory per device and step time of every stage
+
+
+def plan(argv: list[str]) -> StudyPlan:
     run = load_study(argv)
     base = user_overrides(argv)
     planned = build_plan(run)
@@ -70,7 +81,7 @@ def plan(argv: list[str]) -> tuple[RunConfig, list[Stage], dict[str, str], dict[
     ]
     hashes = hash_plan(stages, configs)
     commands = {s.name: command(s, base, run.study.accelerate) for s in stages}
-    return run, stages, hashes, commands
+    return StudyPlan(run, stages, hashes, commands, resource_plan(stages, configs, run))
 
 
 def _lock(root: Path):
@@ -86,10 +97,13 @@ def _lock(root: Path):
 
 
 def run_study(argv: list[str]) -> int:
-    run, stages, hashes, commands = plan(argv)
+    run, stages, hashes, commands, resources = plan(argv)
     s, root = run.study, study_root(run)
     if s.dry_run:
         print_plan(stages, commands, sys.stdout)
+        sys.stdout.write(format_plan(resources, assumptions(run.trainer)) + "\n")
+    check_fits(resources)  # a stage that cannot fit stops the study here, before any queueing
+    if s.dry_run:
         return 0
     lock = _lock(root)
     reconciled = reconcile(root, stages, hashes, s.force)

@@ -37,10 +37,25 @@ HASHED: dict[str, tuple[str, ...]] = {
 HASHED["mixed"] = HASHED["expert"]
 # Settings no optional stage hashes: how a stage is tracked, resumed or launched, and the
 # filter's, which only the filter stage reads (HASHED lists them for it).
-UNHASHED = ("resume", "logger", "study", "stage", "run_name", "filter")
+UNHASHED = ("resume", "logger", "study", "stage", "run_name", "filter", "dry_run")
+# Settings only the resource plan reads: a stage trains the same model whatever they say.
+PLAN_ONLY = {"model": ("shape",), "trainer": ("device_memory_gib", "device_tflops", "plan_mfu",
+             "plan_decode_mfu", "plan_prompt_tokens")}  # fmt: skip
+
+
+def _without_plan_only(resolved: dict) -> dict:
+    out = dict(resolved)
+    for group, keys in PLAN_ONLY.items():
+        if isinstance(out.get(group), dict):
+            out[group] = {k: v for k, v in out[group].items() if k not in keys}
+    trainer = out.get("trainer")
+    if isinstance(trainer, dict) and trainer.get("micro_batch") is None:
+        out["trainer"] = {k: v for k, v in trainer.items() if k != "micro_batch"}
+    return out
 
 
 def _hashed_part(resolved: dict, kind: str) -> dict:
+    resolved = _without_plan_only(resolved)
     if kind not in HASHED:
         return {k: v for k, v in resolved.items() if k not in UNHASHED}
     part: dict = {}
@@ -157,14 +172,24 @@ def command(stage: Stage, base: Sequence[str], accelerate: str | None) -> list[s
     return [sys.executable, "-m", stage.entry, *args]
 
 
-def processes(stage: Stage, accelerate: str | None) -> int:
-    """Processes the stage runs (device-seconds = processes x wall seconds)."""
-    if not (accelerate and stage.multiprocess):
-        return 1
+def accelerate_layout(accelerate: str | None) -> tuple[int, bool]:
+    """(total processes, sharded by FSDP) of ``conf/accelerate/<accelerate>.yaml``.
+    ``num_processes`` is accelerate's total over every machine, not a per-node count."""
+    if not accelerate:
+        return 1, False
     import yaml
 
     from rlvr.cli import CONF_DIR
 
     path = Path(CONF_DIR) / "accelerate" / f"{accelerate}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"study.accelerate={accelerate!r}: no file {path}")
     data = yaml.safe_load(path.read_text()) or {}
-    return int(data.get("num_processes", 1)) * int(data.get("num_machines", 1))
+    return int(data.get("num_processes", 1)), data.get("distributed_type") == "FSDP"
+
+
+def processes(stage: Stage, accelerate: str | None) -> int:
+    """Processes the stage runs (device-seconds = processes x wall seconds)."""
+    if not (accelerate and stage.multiprocess):
+        return 1
+    return accelerate_layout(accelerate)[0]

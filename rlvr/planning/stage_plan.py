@@ -1,0 +1,251 @@
+"""One stage's resource plan: its workload per device, the micro-batch, memory and step time.
+
+A training stage's global batch is fixed by its settings (GRPO: prompts x generations; MT-OPD:
+prompts x samples; SFT: batch size x processes x accumulation). The micro-batch only decides
+how each device's share is cut into forward/backward passes: ``trainer.micro_batch=auto``
+picks the largest cut that fits ``trainer.device_memory_gib``, so the global batch and the
+optimizer step are those of the settings whatever the devices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from rlvr.config import ConfigError, RunConfig
+from rlvr.planning.memory import GIB, Workload, memory, step_flops
+from rlvr.planning.shapes import ModelShape, model_shape
+
+TRAINING = ("sft", "expert", "mixed", "rl", "distill")
+RUNTIME_BYTES = 2 * GIB  # CUDA context, communication buffers, allocator slack (accelerators)
+# what to change when a component does not fit
+REMEDY = {
+    "activations": "trainer.micro_batch=auto (or a smaller trainer.micro_batch), with "
+    "trainer.gradient_checkpointing=true",
+    "logits": "trainer.micro_batch=auto (or a smaller trainer.micro_batch)",
+    "kv cache": "trainer.use_vllm=true, or fewer rows per step per device (more processes)",
+    "teachers": "distill.teacher_device=server (one vLLM server per teacher)",
+    "vllm": "a lower trainer.vllm_gpu_memory_utilization, or trainer.vllm_mode=server",
+    "weights": "more processes under FSDP (study.accelerate=gpu_fsdp2), or peft=lora",
+}
+for _part in ("gradients", "optimizer", "fsdp gather", "reference"):
+    REMEDY[_part] = REMEDY["weights"]
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    stage: str
+    kind: str
+    processes: int
+    shape: ModelShape | None = None
+    workload: Workload | None = None
+    rows_per_step: int = 0  # sequences per optimizer step (training) or per batch (eval)
+    parts: dict[str, float] = field(default_factory=dict)  # bytes per device
+    step_seconds: float | None = None
+    device_bytes: float | None = None
+    note: str = ""
+
+    @property
+    def total(self) -> float:
+        return sum(self.parts.values())
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.rows_per_step * self.workload.sequence if self.workload else 0
+
+    @property
+    def fits(self) -> bool:
+        return self.device_bytes is None or self.total <= self.device_bytes
+
+    def problem(self) -> str:
+        """Why the stage cannot fit, and the setting to change."""
+        assert self.workload is not None
+        largest = max(self.parts, key=self.parts.__getitem__)
+        return (
+            f"stage {self.stage} needs {self.total / GIB:.1f} GiB per device, more than "
+            f"trainer.device_memory_gib={self.device_bytes / GIB:g} (largest: {largest} "
+            f"{self.parts[largest] / GIB:.1f} GiB at micro-batch {self.workload.micro_batch} x "
+            f"{self.workload.sequence} tokens); set {REMEDY.get(largest, REMEDY['weights'])}"
+        )
+
+
+def _weight_bytes(run: RunConfig) -> int:
+    return 2 if run.trainer.bf16 or run.model.dtype in ("bfloat16", "float16") else 4
+
+
+def _rows_per_device(run: RunConfig, kind: str, processes: int) -> tuple[int, str]:
+    """Rows one device trains per optimizer step, and the settings that make them."""
+    if kind == "sft":  # sft.batch_size rows per device per step
+        return run.sft.batch_size, "sft.batch_size"
+    if kind == "distill":
+        total = run.distill.prompts_per_step * run.distill.samples_per_prompt
+        what = "distill.prompts_per_step*distill.samples_per_prompt"
+    else:
+        total = run.algo.prompts_per_step * run.algo.num_generations
+        what = "algo.prompts_per_step*algo.num_generations"
+    if total % processes:
+        raise ConfigError(
+            f"{what}={total} completions per step must divide evenly over {processes} "
+            "processes; change the prompts per step or the process count"
+        )
+    return total // processes, what
+
+
+def _base_workload(run: RunConfig, kind: str, processes: int, sharded: bool) -> Workload:
+    t, prompt = run.trainer, run.trainer.plan_prompt_tokens
+    common = dict(
+        kind="train", processes=processes, sharded=sharded and processes > 1,
+        weight_bytes=_weight_bytes(run), micro_batch=1, accumulation=1,
+        checkpointing=bool(t.gradient_checkpointing),
+    )  # fmt: skip
+    generation = "vllm" if t.use_vllm else "cache"
+    share = t.vllm_gpu_memory_utilization if t.use_vllm and t.vllm_mode == "colocate" else 0.0
+    if kind == "sft":
+        length = run.sft.max_length
+        return Workload(**common, sequence=length, completion=length)
+    rows, _ = _rows_per_device(run, kind, processes)
+    if kind == "distill":
+        d = run.distill
+        teachers = len(run.domains) if d.teacher_device == "train" else 0
+        return Workload(
+            **common, sequence=prompt + d.max_completion_length,
+            completion=d.max_completion_length, logits="whole", generation=generation,
+            generation_rows=rows, vllm_share=share, teachers=teachers,
+        )  # fmt: skip
+    a = run.algo
+    return Workload(
+        **common, sequence=prompt + a.max_completion_length,
+        completion=a.max_completion_length, generation=generation, generation_rows=rows,
+        vllm_share=share, reference=a.beta > 0,
+    )  # fmt: skip
+
+
+def _cuts(rows: int) -> list[int]:
+    """Micro-batch sizes that divide ``rows``, largest first."""
+    return [m for m in range(rows, 0, -1) if rows % m == 0]
+
+
+def micro_steps(
+    run: RunConfig, kind: str, processes: int, shape: ModelShape | None = None,
+    sharded: bool = True,
+) -> tuple[int, int]:  # fmt: skip
+    """(rows per device per forward/backward, micro-batches per optimizer step)."""
+    rows, what = _rows_per_device(run, kind, processes)
+    choice = run.trainer.micro_batch
+    if choice is None:
+        if kind == "sft":
+            return rows, 1
+        accumulation = run.trainer.gradient_accumulation_steps
+        if rows % accumulation:
+            raise ConfigError(
+                f"{what}: {rows} rows per device per step do not divide into "
+                f"trainer.gradient_accumulation_steps={accumulation}; change either, or set "
+                "trainer.micro_batch=auto"
+            )
+        return rows // accumulation, accumulation
+    if choice == "auto":
+        return _auto_micro_batch(run, kind, processes, rows, shape, sharded)
+    if isinstance(choice, str) and not choice.isdigit():
+        raise ConfigError(f"trainer.micro_batch={choice!r}: give a number of rows, auto or null")
+    micro = int(choice)
+    if micro < 1 or rows % micro:
+        raise ConfigError(
+            f"trainer.micro_batch={micro} must divide the {rows} rows each device trains per "
+            f"step ({what} over {processes} processes); try one of {_cuts(rows)[:8]} or auto"
+        )
+    return micro, rows // micro
+
+
+def _auto_micro_batch(
+    run: RunConfig, kind: str, processes: int, rows: int, shape: ModelShape | None,
+    sharded: bool,
+) -> tuple[int, int]:  # fmt: skip
+    if run.trainer.device_memory_gib is None:
+        raise ConfigError(
+            "trainer.micro_batch=auto needs trainer.device_memory_gib (the accelerator's "
+            "memory, e.g. 80); or give trainer.micro_batch a number"
+        )
+    shape = shape or model_shape(run.model)
+    if shape is None:
+        raise ConfigError(
+            f"trainer.micro_batch=auto needs the shape of {run.model.name!r}: set model.shape "
+            "(its config.json fields) or give trainer.micro_batch a number"
+        )
+    base = _base_workload(run, kind, processes, sharded)
+    device = run.trainer.device_memory_gib * GIB
+    for micro in _cuts(rows):
+        w = replace(base, micro_batch=micro, accumulation=rows // micro)
+        if sum(memory(shape, w, device).values()) + RUNTIME_BYTES <= device:
+            return micro, rows // micro
+    return 1, rows  # nothing fits: the plan reports the stage at micro-batch 1
+
+
+def plan_training(
+    run: RunConfig, stage: str, kind: str, processes: int, sharded: bool = True
+) -> StagePlan:
+    shape = model_shape(run.model)
+    device = run.trainer.device_memory_gib * GIB if run.trainer.device_memory_gib else None
+    if shape is None:
+        return StagePlan(stage, kind, processes, device_bytes=device,
+                         note=f"shape of {run.model.name!r} unknown: set model.shape")  # fmt: skip
+    micro, accumulation = micro_steps(run, kind, processes, shape, sharded)
+    w = replace(
+        _base_workload(run, kind, processes, sharded),
+        micro_batch=micro, accumulation=accumulation,
+    )  # fmt: skip
+    parts = memory(shape, w, device)
+    if device is not None:
+        parts["runtime"] = RUNTIME_BYTES
+    rows = micro * accumulation * processes
+    return StagePlan(
+        stage, kind, processes, shape, w, rows, parts,
+        _seconds(run, shape, w, rows, processes), device,
+    )  # fmt: skip
+
+
+def plan_eval(run: RunConfig, stage: str) -> StagePlan:
+    shape = model_shape(run.model)
+    device = run.trainer.device_memory_gib * GIB if run.trainer.device_memory_gib else None
+    if shape is None:
+        return StagePlan(stage, "eval", 1, device_bytes=device,
+                         note=f"shape of {run.model.name!r} unknown: set model.shape")  # fmt: skip
+    e = run.eval
+    vllm = e.backend == "vllm"
+    sequence = run.trainer.plan_prompt_tokens + e.max_new_tokens
+    rows = 1 if vllm else e.batch_size  # vLLM: weights and one row; it fills the rest itself
+    w = Workload(
+        kind="eval", processes=1, sharded=False, weight_bytes=_weight_bytes(run),
+        micro_batch=rows, accumulation=1, sequence=sequence, completion=e.max_new_tokens,
+        generation="cache", generation_rows=rows,
+    )  # fmt: skip
+    parts = memory(shape, w, device)
+    if device is not None:
+        parts["runtime"] = RUNTIME_BYTES
+    note = "vLLM fills the rest with KV cache" if vllm else ""
+    if shape.max_position_embeddings and sequence > shape.max_position_embeddings:
+        note = (f"prompt + eval.max_new_tokens = {sequence} tokens: generation stops at the "
+                f"model's {shape.max_position_embeddings} positions")  # fmt: skip
+    return StagePlan(stage, "eval", 1, shape, w, w.generation_rows, parts,
+                     _seconds(run, shape, w, w.generation_rows, 1), device, note)  # fmt: skip
+
+
+def _seconds(
+    run: RunConfig, shape: ModelShape, w: Workload, rows: int, processes: int
+) -> float | None:
+    t = run.trainer
+    if not t.device_tflops:
+        return None
+    train, sampled = step_flops(shape, w, rows)
+    peak = processes * t.device_tflops * 1e12
+    sampling = 0.0 if not sampled else sampled / (peak * t.plan_decode_mfu)
+    return train / (peak * t.plan_mfu) + sampling
+
+
+def plan_stage(
+    run: RunConfig, stage: str, kind: str, processes: int, sharded: bool = True
+) -> StagePlan:
+    """The plan of a stage of ``kind`` (host-only stages get an empty row)."""
+    if kind in TRAINING:
+        return plan_training(run, stage, kind, processes, sharded)
+    if kind == "eval":
+        return plan_eval(run, stage)
+    return StagePlan(stage, kind, processes, note="host only (no accelerator)")

@@ -1,0 +1,158 @@
+"""The resource plan: shapes count what transformers builds, micro-batches keep the global
+batch, the M2RL preset fits its GPUs and the old settings fail naming the fix, and the plan
+reaches every dry run without changing what a stage trains."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from omegaconf import OmegaConf
+
+from rlvr.config import ConfigError, ModelConfig, RunConfig
+from rlvr.planning import micro_steps, model_shape, plan_stage
+from rlvr.study.commands import accelerate_layout, compose, config_hash
+from rlvr.study.plan import Stage
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def composed(*overrides: str) -> RunConfig:
+    return OmegaConf.to_object(compose([*overrides, "run_name=plan"]))  # type: ignore[return-value]
+
+
+def preset_shape(name: str) -> dict:
+    return yaml.safe_load((REPO / f"conf/model/{name}.yaml").read_text())["shape"]
+
+
+@pytest.mark.parametrize(
+    ("preset", "architecture"),
+    [("qwen3-4b-base", "Qwen3ForCausalLM"), ("qwen2.5-0.5b-instruct", "Qwen2ForCausalLM"),
+     ("smollm2-135m-instruct", "LlamaForCausalLM")],
+)  # fmt: skip
+def test_parameter_count_equals_the_model_transformers_builds(preset, architecture):
+    import transformers
+
+    shape = preset_shape(preset)
+    config_class = getattr(transformers, architecture.replace("ForCausalLM", "Config"))
+    with torch.device("meta"):  # shapes only: a 4B model costs nothing
+        model = getattr(transformers, architecture)(config_class(**shape))
+    built = sum(p.numel() for p in model.parameters())
+    assert model_shape(ModelConfig(name=preset, shape=shape)).parameters() == built
+
+
+def test_the_embedded_model_shape_counts_its_parameters(tiny_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    built = AutoModelForCausalLM.from_pretrained(tiny_model_dir).num_parameters()
+    assert model_shape(ModelConfig(name="tiny")).parameters() == built
+    assert model_shape(ModelConfig(name=str(tiny_model_dir))).parameters() == built
+
+
+def test_an_unknown_hub_model_has_no_shape_and_auto_says_what_to_set():
+    run = composed("model.name=someone/not-cached-anywhere", "trainer.micro_batch=auto",
+                   "trainer.device_memory_gib=80")  # fmt: skip
+    assert model_shape(run.model) is None
+    with pytest.raises(ConfigError, match="model.shape"):
+        micro_steps(run, "rl", 1)
+
+
+@pytest.mark.parametrize("kind", ["rl", "distill", "sft"])
+@pytest.mark.parametrize("choice", [None, "auto", 2])
+def test_micro_batches_keep_the_global_batch(kind, choice):
+    run = composed("experiment=m2rl_study", f"trainer.micro_batch={choice or 'null'}",
+                   "trainer.gradient_checkpointing=true")  # fmt: skip
+    processes = 8
+    micro, accumulation = micro_steps(run, kind, processes)
+    rows = {
+        "rl": run.algo.prompts_per_step * run.algo.num_generations,
+        "distill": run.distill.prompts_per_step * run.distill.samples_per_prompt,
+        "sft": run.sft.batch_size * processes,
+    }[kind]
+    assert micro * accumulation * processes == rows
+    if choice == 2:
+        assert micro == 2
+
+
+def test_auto_picks_the_largest_micro_batch_that_fits():
+    run = composed("experiment=m2rl_study")
+    plan = plan_stage(run, "mixed", "mixed", 8)
+    assert plan.fits and plan.workload.micro_batch < 256
+    bigger = composed(
+        "experiment=m2rl_study", f"trainer.micro_batch={plan.workload.micro_batch * 2}"
+    )
+    assert not plan_stage(bigger, "mixed", "mixed", 8).fits
+
+
+def test_a_micro_batch_that_does_not_divide_names_the_ones_that_do():
+    run = composed("experiment=m2rl_study", "trainer.micro_batch=3")
+    with pytest.raises(ConfigError, match=r"trainer.micro_batch=3 must divide the 256 rows"):
+        micro_steps(run, "rl", 8)
+
+
+def test_a_bad_micro_batch_fails_at_config_time():
+    out = subprocess.run(
+        [sys.executable, "-m", "rlvr.train", "experiment=tiny_rl", "trainer.micro_batch=-1"],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2 and "trainer.micro_batch=-1" in out.stdout + out.stderr
+
+
+def test_grpo_config_takes_the_cut_and_keeps_one_generation_batch_per_update(tmp_path):
+    from rlvr.trainer_args import build_grpo_config
+
+    run = composed("experiment=tiny_rl", "trainer.micro_batch=8")
+    args = build_grpo_config(run, tmp_path)
+    rows = run.algo.prompts_per_step * run.algo.num_generations
+    assert args.per_device_train_batch_size == 8
+    assert args.gradient_accumulation_steps == rows // 8
+    assert args.generation_batch_size == rows  # one generation batch, one optimizer update
+
+
+def test_the_m2rl_study_plan_fits_and_the_old_settings_fail_naming_the_fix(tmp_path):
+    def dry_run(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "rlvr.study", "experiment=m2rl_study", "study.dry_run=true",
+             f"study.out_dir={tmp_path}", *extra],
+            capture_output=True, text=True, cwd=REPO, timeout=300,
+        )  # fmt: skip
+
+    fitted = dry_run()
+    assert fitted.returncode == 0, fitted.stderr[-2000:]
+    assert "resource plan" in fitted.stdout and "DOES NOT FIT" not in fitted.stdout
+    assert fitted.stdout.count("fits") >= 4  # sft, experts, mixed, evaluations
+    old = dry_run("trainer.micro_batch=null")
+    assert old.returncode == 2 and "DOES NOT FIT" in old.stdout
+    said = old.stdout + old.stderr
+    assert "set trainer.micro_batch=auto" in said and "mixed-seed0" in said
+
+
+def test_an_entry_point_dry_run_prints_the_plan_and_loads_nothing(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "rlvr.train", "experiment=tiny_rl", "dry_run=true",
+         f"paths.output_root={tmp_path}", "init_from=/not/made/yet"],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "resource plan" in out.stdout and "tokens/step" in out.stdout
+    assert not list(tmp_path.rglob("*.safetensors"))
+
+
+def test_plan_only_settings_leave_stage_hashes_alone():
+    stage = Stage("expert-math-seed0", "expert", "rlvr.train", (), (), Path("x"), ())
+    plain = composed("experiment=tiny_rl")
+    planned = composed("experiment=tiny_rl", "trainer.device_memory_gib=24",
+                       "trainer.device_tflops=100", "trainer.plan_prompt_tokens=64")  # fmt: skip
+    cut = composed("experiment=tiny_rl", "trainer.micro_batch=8")
+    assert config_hash(plain, stage, {}) == config_hash(planned, stage, {})
+    assert config_hash(plain, stage, {}) != config_hash(cut, stage, {})  # it changes training
+
+
+def test_multinode_processes_are_counted_once():
+    data = yaml.safe_load((REPO / "conf/accelerate/multinode_fsdp2.yaml").read_text())
+    assert accelerate_layout("multinode_fsdp2") == (data["num_processes"], True)
+    assert accelerate_layout(None) == (1, False)
