@@ -154,5 +154,56 @@ def test_plan_only_settings_leave_stage_hashes_alone():
 
 def test_multinode_processes_are_counted_once():
     data = yaml.safe_load((REPO / "conf/accelerate/multinode_fsdp2.yaml").read_text())
-    assert accelerate_layout("multinode_fsdp2") == (data["num_processes"], True)
-    assert accelerate_layout(None) == (1, False)
+    layout = accelerate_layout("multinode_fsdp2")
+    assert (layout.processes, layout.sharded) == (data["num_processes"], True)
+    assert layout.machines == data["num_machines"] > 1
+    assert accelerate_layout(None).processes == 1
+
+
+def test_each_node_gets_its_rank_and_the_main_node_address():
+    from rlvr.study.commands import node_argv
+
+    argv = ["py", "-m", "accelerate.commands.launch", "--config_file", "c.yaml", "-m", "rlvr.train"]
+    assert node_argv(argv, 2, "gpu01", 29500) == [
+        "py", "-m", "accelerate.commands.launch", "--machine_rank", "2",
+        "--main_process_ip", "gpu01", "--main_process_port", "29500",
+        "--config_file", "c.yaml", "-m", "rlvr.train",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("node", [0, 1])
+def test_a_stage_on_several_nodes_runs_once_per_node_and_marks_once(tmp_path, monkeypatch, node):
+    """Inside a SLURM job of 4 nodes (SLURM's variables as sbatch sets them): node 0 runs its
+    command with machine_rank 0 and keeps the stage's log and done marker; node 1 runs with
+    machine_rank 1, logs beside it and marks nothing."""
+    from rlvr.study.launchers import StageJob
+    from rlvr.study.manifest import MARKERS, log_path
+
+    slurm = {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "77", "SLURM_NODEID": str(node),
+             "SLURM_JOB_NODELIST": "gpu[01-04]", "SLURM_PROCID": str(node), "SLURM_NTASKS": "4",
+             "SLURM_LOCALID": "0", "SLURM_JOB_NUM_NODES": "4"}  # fmt: skip
+    for key, value in slurm.items():
+        monkeypatch.setenv(key, value)
+    out = tmp_path / "stage"
+    stage = Stage("mixed-seed0", "mixed", "rlvr.train", (), (), out, ())
+    echo = "import sys; print(' '.join(sys.argv[1:]))"
+    argv = [sys.executable, "-c", echo, "accelerate.commands.launch", "-m", "rlvr.train"]
+    job = StageJob(tmp_path, stage, "h", argv, machines=4, port=29511)
+    assert job() == 0
+    main_log = log_path(tmp_path, stage.name)
+    log = main_log if node == 0 else main_log.with_suffix(f".node{node}.log")
+    assert f"--machine_rank {node} --main_process_ip gpu01 --main_process_port 29511" in (
+        log.read_text()
+    )
+    marked = list((tmp_path / MARKERS).glob("*"))
+    assert bool(main_log.exists()) == (node == 0)
+    assert (len(marked) > 0) == (node == 0)
+
+
+def test_a_multinode_config_is_refused_without_slurm(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "rlvr.study", "experiment=m2rl_study", "study.dry_run=true",
+         "study.accelerate=multinode_fsdp2", "study.launcher=local", f"study.out_dir={tmp_path}"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 2 and "study.launcher=slurm" in out.stdout + out.stderr

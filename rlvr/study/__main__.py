@@ -20,9 +20,12 @@ from omegaconf import OmegaConf
 from rlvr.config import ConfigError, RunConfig, validate
 from rlvr.planning import StagePlan, assumptions, check_fits, format_plan
 from rlvr.study.commands import (
+    accelerate_layout,
     command,
     compose,
     hash_plan,
+    machines,
+    node_argv,
     processes,
     sampled_tokens,
     stage_config,
@@ -99,8 +102,20 @@ def _lock(root: Path):
 def run_study(argv: list[str]) -> int:
     run, stages, hashes, commands, resources = plan(argv)
     s, root = run.study, study_root(run)
+    layout = accelerate_layout(s.accelerate)
+    spread = {st.name: machines(st, s.accelerate) for st in stages}
+    if layout.machines > 1 and s.launcher != "slurm":
+        raise ConfigError(
+            f"study.accelerate={s.accelerate} spans {layout.machines} machines: run it with "
+            "study.launcher=slurm, or pick a one-node config (gpu_fsdp2)"
+        )
     if s.dry_run:
-        print_plan(stages, commands, sys.stdout)
+        per_node = {
+            name: node_argv(commands[name], "<k>", "<the job's first node>", layout.port)
+            for name, n in spread.items()
+            if n > 1
+        }
+        print_plan(stages, {**commands, **per_node}, sys.stdout, spread)
         sys.stdout.write(format_plan(resources, assumptions(run.trainer)) + "\n")
     check_fits(resources)  # a stage that cannot fit stops the study here, before any queueing
     if s.dry_run:
@@ -113,7 +128,7 @@ def run_study(argv: list[str]) -> int:
     jobs = {
         st.name: StageJob(
             root, st, hashes[st.name], commands[st.name], thread_env(s.jobs, launcher, st),
-            str(REPO), processes(st, s.accelerate),
+            str(REPO), processes(st, s.accelerate), spread[st.name], layout.port,
         )
         for st in stages
     }  # fmt: skip

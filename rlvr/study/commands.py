@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -172,11 +173,18 @@ def command(stage: Stage, base: Sequence[str], accelerate: str | None) -> list[s
     return [sys.executable, "-m", stage.entry, *args]
 
 
-def accelerate_layout(accelerate: str | None) -> tuple[int, bool]:
-    """(total processes, sharded by FSDP) of ``conf/accelerate/<accelerate>.yaml``.
-    ``num_processes`` is accelerate's total over every machine, not a per-node count."""
+class Layout(NamedTuple):
+    """What ``conf/accelerate/<name>.yaml`` gives a training stage."""
+
+    processes: int  # accelerate's num_processes: the total over every machine
+    sharded: bool  # FSDP: weights, gradients and optimizer state split over the processes
+    machines: int = 1
+    port: int = 29500
+
+
+def accelerate_layout(accelerate: str | None) -> Layout:
     if not accelerate:
-        return 1, False
+        return Layout(1, False)
     import yaml
 
     from rlvr.cli import CONF_DIR
@@ -185,11 +193,33 @@ def accelerate_layout(accelerate: str | None) -> tuple[int, bool]:
     if not path.is_file():
         raise ConfigError(f"study.accelerate={accelerate!r}: no file {path}")
     data = yaml.safe_load(path.read_text()) or {}
-    return int(data.get("num_processes", 1)), data.get("distributed_type") == "FSDP"
+    return Layout(
+        int(data.get("num_processes", 1)),
+        data.get("distributed_type") == "FSDP",
+        int(data.get("num_machines", 1)),
+        int(data.get("main_process_port", 29500)),
+    )
 
 
 def processes(stage: Stage, accelerate: str | None) -> int:
     """Processes the stage runs (device-seconds = processes x wall seconds)."""
     if not (accelerate and stage.multiprocess):
         return 1
-    return accelerate_layout(accelerate)[0]
+    return accelerate_layout(accelerate).processes
+
+
+def machines(stage: Stage, accelerate: str | None) -> int:
+    """Nodes the stage spans: accelerate's ``num_machines`` for training stages, else 1."""
+    if not (accelerate and stage.multiprocess):
+        return 1
+    return accelerate_layout(accelerate).machines
+
+
+def node_argv(argv: Sequence[str], rank: int | str, main_ip: str, port: int) -> list[str]:
+    """One node's ``accelerate launch`` command: its ``machine_rank`` and the main node's
+    address and port, given on the command line over the config file's placeholders."""
+    argv = list(argv)
+    at = argv.index("accelerate.commands.launch") + 1
+    flags = ["--machine_rank", str(rank), "--main_process_ip", main_ip,
+             "--main_process_port", str(port)]  # fmt: skip
+    return [*argv[:at], *flags, *argv[at:]]

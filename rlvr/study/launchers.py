@@ -32,6 +32,8 @@ class StageJob:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str = "."
     processes: int = 1
+    machines: int = 1  # nodes: accelerate launch runs once on each, with its machine_rank
+    port: int = 29500  # the main node's rendezvous port (multi-node)
 
     @property
     def log(self) -> Path:
@@ -68,15 +70,32 @@ class StageJob:
         return self.processes * wall_s
 
     def __call__(self) -> int:
-        """Run inside a submitit job: the command, then the marker (the driver may be gone)."""
+        """Run inside a submitit job: the command, then the marker (the driver may be gone).
+        On several nodes every node runs its own ``accelerate launch``; the first keeps the
+        stage's log and markers, the others log to ``<stage>.node<k>.log``."""
+        argv, node = self.argv, 0
+        if self.machines > 1:
+            import submitit
+
+            from rlvr.study.commands import node_argv
+
+            env = submitit.JobEnvironment()
+            node = env.node
+            argv = node_argv(self.argv, node, env.hostnames[0], self.port)
+        if node:
+            return self._run(argv, self.log.with_suffix(f".node{node}.log"))
         self.prepare()
         started = time.time()
-        with self.log.open("a") as fh:
-            code = subprocess.run(
-                self.argv, cwd=self.cwd, env={**os.environ, **self.env}, stdout=fh,
+        code = self._run(argv, self.log)
+        return int(self.finish(code, time.time() - started)["returncode"])
+
+    def _run(self, argv: list[str], log: Path) -> int:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a") as fh:
+            return subprocess.run(
+                argv, cwd=self.cwd, env={**os.environ, **self.env}, stdout=fh,
                 stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
             ).returncode  # fmt: skip
-        return int(self.finish(code, time.time() - started)["returncode"])
 
     def checkpoint(self, *args: Any, **kwargs: Any):
         """submitit's preemption hook: requeue the same job (training resumes from checkpoint)."""
@@ -204,6 +223,8 @@ class SubmititLauncher:
     def start(self, job: StageJob, deps: Sequence[Any]) -> Any:
         kind = self.by_kind.get(job.stage.kind, {})
         params: dict[str, Any] = {"name": job.stage.name, **self.params, **kind}
+        if job.machines > 1:  # one task per node; accelerate starts the ranks on each
+            params.update(nodes=job.machines, tasks_per_node=1)
         ctor = {k: params.pop(k) for k in CONSTRUCTOR_PARAMS if k in params}
         folder = str(self.folder / "%j")
         executor = self._submitit.AutoExecutor(folder=folder, cluster=self.cluster, **ctor)

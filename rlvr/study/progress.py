@@ -83,14 +83,22 @@ class Progress:
         self.out.flush()
 
 
-def print_plan(stages: Sequence[Stage], commands: Mapping[str, list[str]], out: TextIO) -> None:
-    """``study.dry_run=true``: one line per stage with its dependencies and command."""
+def print_plan(
+    stages: Sequence[Stage],
+    commands: Mapping[str, list[str]],
+    out: TextIO,
+    machines: Mapping[str, int] | None = None,
+) -> None:
+    """``study.dry_run=true``: one line per stage with its dependencies and command (a stage
+    on several nodes: the command node <k> runs)."""
     import shlex
 
     out.write(f"{len(stages)} stages\n")
     for s in stages:
         deps = ",".join(s.deps) or "-"
-        out.write(f"{s.name:<28} after {deps}\n    {shlex.join(commands[s.name])}\n")
+        nodes = (machines or {}).get(s.name, 1)
+        where = f" on {nodes} nodes, node <k> = 0..{nodes - 1} runs" if nodes > 1 else ""
+        out.write(f"{s.name:<28} after {deps}{where}\n    {shlex.join(commands[s.name])}\n")
 
 
 def _cost_ratio(report: Path) -> str | None:

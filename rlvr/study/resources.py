@@ -15,7 +15,7 @@ def resource_plan(
 ) -> list[StagePlan]:
     """One plan per stage: training stages on ``study.accelerate``'s processes (sharded when it
     is an FSDP config), every other stage on one device."""
-    total, sharded = accelerate_layout(run.study.accelerate)
+    total, sharded, _, _ = accelerate_layout(run.study.accelerate)
     plans = []
     for s in stages:
         processes = total if s.multiprocess else 1
