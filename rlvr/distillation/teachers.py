@@ -46,20 +46,63 @@ def completion_logprobs(
     return selective_log_softmax(logits, batch["completion_ids"]), logits
 
 
-class LocalTeacher:
-    """A teacher model in this process: eval mode, frozen, on the training device."""
+def fuse_lm_head(model: Any, temperature: float) -> Any:
+    """Patch ``model`` with TRL's fused LM head at ``temperature``: its log-probs (and
+    entropies) come 4,096 tokens x 32,768 vocabulary columns at a time, never the whole
+    completion x vocabulary logits (37 GiB per device for M2RL's MT-OPD batch)."""
+    from trl.trainer.utils import add_fused_lm_head
 
-    def __init__(self, model: Any, name: str = "") -> None:
+    if getattr(model, "_rlvr_fused_temperature", None) is None:
+        add_fused_lm_head(model, temperature=temperature, outputs=("log_probs", "entropy"))
+        model._rlvr_fused_temperature = temperature
+    return model
+
+
+def completion_token_logprobs(
+    model: Any, batch: Mapping[str, torch.Tensor], temperature: float
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(log-probs, entropies) of the completion tokens, through the fused head when ``model``
+    carries one at ``temperature`` (entropies then too), else from the whole logits."""
+    if getattr(model, "_rlvr_fused_temperature", None) != temperature:
+        keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+        logprobs, logits = completion_logprobs(model, batch, temperature, keep)
+        from trl.trainer.utils import entropy_from_logits
+
+        return logprobs, entropy_from_logits(logits.detach())
+    ids, mask = _sequence(batch)
+    width = batch["completion_ids"].size(1)
+    labels = ids.masked_fill(mask == 0, -100)
+    labels[:, :-width] = -100  # only completion tokens are scored
+    out = model(input_ids=ids, attention_mask=mask, labels=labels, fused_lm_head=True)
+    # the head scores position t's prediction of token t + 1: the last ``width`` columns
+    return out.log_probs[:, -width:], out.entropy[:, -width:].detach()
+
+
+class LocalTeacher:
+    """A teacher model in this process: eval mode, frozen, on the training device; under FSDP
+    sharded over the ranks like the student (so every rank runs every teacher's forward)."""
+
+    def __init__(self, model: Any, name: str = "", temperature: float | None = None) -> None:
         self.model = model.eval().requires_grad_(False)
+        if temperature is not None:
+            fuse_lm_head(self.model, temperature)
         self.name = name
-        self._keep = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self.sharded = False
 
     def prepare(self, accelerator: Any) -> None:
-        self.model = accelerator.prepare_model(self.model, evaluation_mode=True)
+        if getattr(accelerator, "is_fsdp2", False):
+            from trl.models import prepare_fsdp
+
+            self.model, self.sharded = prepare_fsdp(self.model, accelerator), True
+            log.info(
+                "teacher %s sharded over %d ranks (FSDP2)", self.name, accelerator.num_processes
+            )
+        else:
+            self.model = accelerator.prepare_model(self.model, evaluation_mode=True)
 
     @torch.no_grad()
     def token_logprobs(self, batch: Mapping[str, torch.Tensor], temperature: float) -> torch.Tensor:
-        logprobs, _ = completion_logprobs(self.model, batch, temperature, self._keep)
+        logprobs, _ = completion_token_logprobs(self.model, batch, temperature)
         return logprobs * batch["completion_mask"]
 
 
@@ -129,7 +172,8 @@ def load_teachers(run: RunConfig, device: Any) -> dict[str, Teacher]:
     for name in sorted(run.domains):
         path = d.teachers[name]
         if path not in loaded:
-            loaded[path] = LocalTeacher(load_model(path, run.model).to(device), path)
+            model = load_model(path, run.model).to(device)
+            loaded[path] = LocalTeacher(model, path, temperature=d.temperature)
         teachers[name] = loaded[path]
     log.info("teachers: %s", {name: d.teachers[name] for name in teachers})
     return teachers

@@ -20,7 +20,7 @@ import torch
 from trl import DistillationConfig, DistillationTrainer
 
 from rlvr.config import RunConfig
-from rlvr.distillation.teachers import Teacher, completion_logprobs
+from rlvr.distillation.teachers import Teacher, completion_token_logprobs, fuse_lm_head
 from rlvr.runs import DataIdLog
 from rlvr.trainer_args import micro_batches, trainer_arguments
 
@@ -86,6 +86,11 @@ class RoutedDistillationTrainer(DistillationTrainer):
         self.generation_seconds = self.teacher_seconds = 0.0
         self._kl_stats: list[torch.Tensor] = []
         super().__init__(*args, teacher_model=None, **kwargs)
+        if objective == "sampled_token":  # log-probs of sampled tokens: no whole logits
+            model = (
+                self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+            )
+            fuse_lm_head(model, self.temperature)
         for teacher in {id(t): t for t in self.teachers.values()}.values():
             teacher.prepare(self.accelerator)
         self._teacher_modules = {  # local teachers' models, whose forwards are timed
@@ -152,22 +157,27 @@ class RoutedDistillationTrainer(DistillationTrainer):
         return self._sampled_token_loss(unwrapped_student, inputs, mask, denominator, groups)
 
     def _sampled_token_loss(self, student, inputs, mask, denominator, groups):
-        from trl.trainer.utils import entropy_from_logits
-
-        keep = "logits_to_keep" in self.model_kwarg_keys
-        student_lp, logits = completion_logprobs(student, inputs, self.temperature, keep)
+        student_lp, entropies = completion_token_logprobs(student, inputs, self.temperature)
         teacher_lp = torch.zeros_like(student_lp)
-        for domain, rows in groups.items():
-            index = torch.tensor(rows, device=student_lp.device)
+        for domain, rows in self._teacher_order(groups):
             scored = self._timed(
-                self.teachers[domain].token_logprobs, rows_of(inputs, rows), self.temperature
+                self.teachers[domain].token_logprobs, rows_of(inputs, rows or [0]), self.temperature
             )
-            teacher_lp[index] = scored.to(teacher_lp)
+            if rows:  # a sharded teacher with no rows here still ran, for the other ranks
+                teacher_lp[torch.tensor(rows, device=student_lp.device)] = scored.to(teacher_lp)
         log_ratio = (student_lp - teacher_lp).detach()  # per-token KL(student || teacher) sample
         loss = (log_ratio * student_lp * mask).sum() / denominator.clamp(min=1)  # = -A * logp
         self._stash_kl(groups, (log_ratio * mask).sum(dim=1), mask.sum(dim=1))
-        entropy = (entropy_from_logits(logits.detach()) * mask).sum()
+        entropy = (entropies * mask).sum()
         return loss, entropy, mask.sum()
+
+    def _teacher_order(self, groups: Mapping[str, list[int]]) -> list[tuple[str, list[int]]]:
+        """The teachers this micro-batch runs, with their rows. A teacher sharded over the ranks
+        gathers its weights in every forward, a collective: then every rank runs every teacher,
+        in one order, on a stand-in row where it has none of the teacher's domain."""
+        if not any(getattr(t, "sharded", False) for t in self.teachers.values()):
+            return list(groups.items())
+        return [(domain, groups.get(domain, [])) for domain in sorted(self.teachers)]
 
     def _full_vocab_loss(self, student, inputs, denominator, groups):
         loss = entropy = valid = 0

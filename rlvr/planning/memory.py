@@ -4,9 +4,10 @@ The counts follow what the trainers hold: weights, gradients and AdamW's two mom
 weights' dtype (sharded over the ranks under FSDP, whole on each rank otherwise, plus the
 layer FSDP gathers for its forward); activations of the micro-batch (every layer's inputs with
 gradient checkpointing, every saved tensor without); logits (TRL's fused LM head projects
-4,096 tokens x 32,768 vocabulary columns at a time; our distillation loss keeps the whole
-completion x vocabulary); the KV cache of the rows sampled at once, or vLLM's colocated share;
-a reference model; distillation teachers resident on every rank.
+4,096 tokens x 32,768 vocabulary columns at a time, in GRPO, SFT and MT-OPD's sampled-token
+loss; the full-vocabulary divergence keeps the whole completion x vocabulary); the KV cache of
+the rows sampled at once, or vLLM's colocated share; a reference model; distillation teachers
+(sharded like the student under FSDP).
 """
 
 from __future__ import annotations
@@ -91,8 +92,8 @@ def memory(shape: ModelShape, w: Workload, device_bytes: float | None) -> dict[s
         parts["logits"] = logits_bytes(shape, w)
     if w.reference:
         parts["reference"] = weights / shards
-    if w.teachers:
-        parts["teachers"] = w.teachers * weights
+    if w.teachers:  # sharded like the student under FSDP (rlvr.distillation.teachers)
+        parts["teachers"] = w.teachers * weights / shards
     if w.generation == "cache":
         parts["kv cache"] = kv_cache_bytes(shape, w.generation_rows, w.sequence, w.weight_bytes)
     elif w.generation == "vllm" and device_bytes:

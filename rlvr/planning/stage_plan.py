@@ -108,7 +108,8 @@ def _base_workload(run: RunConfig, kind: str, processes: int, sharded: bool) -> 
         teachers = len(run.domains) if d.teacher_device == "train" else 0
         return Workload(
             **common, sequence=prompt + d.max_completion_length,
-            completion=d.max_completion_length, logits="whole", generation=generation,
+            completion=d.max_completion_length,
+            logits="fused" if d.objective == "sampled_token" else "whole", generation=generation,
             generation_rows=rows, vllm_share=share, teachers=teachers,
         )  # fmt: skip
     a = run.algo
