@@ -4,7 +4,8 @@
 #      config) on mixed math and code rows, checkpointing at step 5;
 #   2. a resume: the last checkpoint and final/ removed, the rerun continues from step 5;
 #   3. a second run (another seed), a merge of the two, and an evaluation of run and merge;
-#   4. tokens/s, the step-time split and peak GPU memory.
+#   4. tokens/s, the step-time split and peak GPU memory;
+#   5. the resource plan's prediction for the same run (rlvr.planning), to set beside 4.
 # vLLM generates (trainer.use_vllm, eval.backend=vllm) where it imports; otherwise HF generate.
 #
 #   bash scripts/gpu_check.sh                 # on a GPU machine (the wheels: scripts/gpu_wheels.txt)
@@ -112,3 +113,6 @@ for label in ("a", "merge"):
         print(f"eval {label:5s} {bench:10s} avg@k {100 * s['avg_at_k']:.2f}  statuses {s['status_counts']}")
 print(f"gpu_check ({mode}) passed in {wall} s")
 EOF
+
+echo "== 5. the resource plan of run a (compare its per-device total with the peak above)"
+"$PY" -m rlvr.train "${ARGS[@]}" run_name=a dry_run=true 2>/dev/null | grep -E "device\(s\)|per device"

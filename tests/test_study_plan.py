@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import subprocess
 import sys
 
@@ -355,3 +357,17 @@ def test_training_stages_are_sized_by_the_tokens_their_own_config_samples(tmp_pa
     assert work["expert-math-seed0"] == 40 * 32 * 8 * 64
     assert work["mixed-seed0"] > work["expert-agent-seed0"] > work["expert-code-seed0"]
     assert work["sft"] == 0 and work["eval-sft"] == 0
+
+
+def test_the_manifest_records_what_the_numbers_ran_on():
+    import torch
+    import transformers
+
+    from rlvr.study.environment import environment
+
+    env = environment()
+    assert env["packages"]["torch"] == torch.__version__.split("+")[0] or (
+        torch.__version__.startswith(env["packages"]["torch"])
+    )
+    assert env["packages"]["transformers"] == transformers.__version__
+    assert env["cpus"] == os.cpu_count()

@@ -19,10 +19,18 @@ from rlvr.planning.shapes import ModelShape
 GIB = 1024**3
 FUSED_HEAD_TOKENS = 4096  # TRL's fused LM head: tokens per projection tile
 FUSED_HEAD_VOCAB = 32768  # ... and vocabulary columns per tile
+# The fused head's buffer is FUSED_HEAD_VOCAB wide whatever the vocabulary; its backward (torch
+# path) holds about four temporaries of tokens x min(vocabulary, FUSED_HEAD_VOCAB) floats
+# (scripts/calibrate_plan.py: SmolLM2's 49,152-token vocabulary at 1,024-2,048 tokens).
+FUSED_HEAD_TEMPORARIES = 4
 # Elements a decoder layer saves for backward per token, in units of its widths: the two norm
 # inputs and outputs (4h), q before and after rotary plus the attention output (3q), k and v
 # before and after rotary (4kv), gate, up, the activation and its product with up (4i).
 SAVED_PER_TOKEN = {"hidden": 4, "q": 3, "kv": 4, "intermediate": 4}
+# Attention by PyTorch's math kernel keeps the scores, masked scores and softmax of every head
+# (3 x heads x sequence per token); flash and memory-efficient kernels (accelerators, and
+# PyTorch's CPU flash kernel, which scripts/calibrate_plan.py measures) keep O(1).
+MATH_ATTENTION_SAVED = 3
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,7 @@ class Workload:
     vllm_share: float = 0.0  # share of device memory vLLM reserves when colocated
     reference: bool = False
     teachers: int = 0  # full teacher copies on every device (distillation, teacher_device=train)
+    attention: str = "flash"  # flash (accelerators) | math (CPU: scores kept, O(sequence))
 
 
 def activation_bytes(shape: ModelShape, w: Workload) -> int:
@@ -54,6 +63,8 @@ def activation_bytes(shape: ModelShape, w: Workload) -> int:
         + s["kv"] * shape.kv_dim
         + s["intermediate"] * shape.intermediate_size
     )
+    if w.attention == "math":
+        per_token_layer += MATH_ATTENTION_SAVED * shape.num_attention_heads * w.sequence
     tokens = w.micro_batch * w.sequence
     if w.checkpointing:  # each layer's input kept; one layer's tensors live during its recompute
         stored = shape.num_hidden_layers * shape.hidden_size + per_token_layer
@@ -63,9 +74,10 @@ def activation_bytes(shape: ModelShape, w: Workload) -> int:
 
 
 def logits_bytes(shape: ModelShape, w: Workload) -> int:
-    if w.logits == "fused":
+    if w.logits == "fused":  # float32 tiles of at most FUSED_HEAD_TOKENS tokens
         tokens = min(w.micro_batch * w.sequence, FUSED_HEAD_TOKENS)
-        return 2 * tokens * min(shape.vocab_size, FUSED_HEAD_VOCAB) * 4  # forward + backward tile
+        columns = min(shape.vocab_size, FUSED_HEAD_VOCAB)
+        return tokens * (FUSED_HEAD_VOCAB + FUSED_HEAD_TEMPORARIES * columns) * 4
     # whole: the student's logits, their float32 log-softmax and its gradient; teachers' too
     rows = w.micro_batch * w.completion * shape.vocab_size
     student = rows * (w.weight_bytes + 4 + 4)

@@ -32,6 +32,7 @@ from rlvr.study.commands import (
     training_steps,
     user_overrides,
 )
+from rlvr.study.environment import environment
 from rlvr.study.launchers import StageJob, make_launcher, thread_env
 from rlvr.study.manifest import Manifest, reconcile
 from rlvr.study.plan import Stage, build_plan, study_root
@@ -122,7 +123,8 @@ def run_study(argv: list[str]) -> int:
         return 0
     lock = _lock(root)
     reconciled = reconcile(root, stages, hashes, s.force)
-    summary = {"experiment": run.experiment, "argv": argv, "launcher": s.launcher, **vars(s)}
+    summary = {"experiment": run.experiment, "argv": argv, "launcher": s.launcher, **vars(s),
+               "environment": environment()}  # fmt: skip
     manifest = Manifest.create(root, summary, stages, hashes, commands)
     launcher = make_launcher(s.launcher, root, s.jobs, s.slurm, s.slurm_by_kind)
     jobs = {
