@@ -28,13 +28,13 @@ real-smoke: $(STAMP)
 
 test: $(STAMP)
 	$(PYTEST) -m "not slow and not gpu" -n 2 -q
-	$(PYTEST) -m "slow and not gpu" -q -p no:xdist
+	$(PYTEST) -m "slow and not gpu" -q -p no:xdist --durations=25
 
 test-fast: $(STAMP)
 	$(PYTEST) -m "not slow and not gpu" -n 2 -q
 
 test-slow: $(STAMP)
-	$(PYTEST) -m "slow and not gpu" -q -p no:xdist
+	$(PYTEST) -m "slow and not gpu" -q -p no:xdist --durations=25
 
 lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
