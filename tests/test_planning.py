@@ -94,12 +94,14 @@ def test_a_micro_batch_that_does_not_divide_names_the_ones_that_do():
         micro_steps(run, "rl", 8)
 
 
-def test_a_bad_micro_batch_fails_at_config_time():
-    out = subprocess.run(
-        [sys.executable, "-m", "rlvr.train", "experiment=tiny_rl", "trainer.micro_batch=-1"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )  # fmt: skip
-    assert out.returncode == 2 and "trainer.micro_batch=-1" in out.stdout + out.stderr
+@pytest.mark.parametrize("bad", ["-1", "0", "abc", "2.5"])
+def test_a_bad_micro_batch_fails_at_config_time(bad):
+    from hydra.errors import HydraException
+
+    from rlvr.config import validate
+
+    with pytest.raises((ConfigError, HydraException), match="micro_batch"):
+        validate(composed("experiment=tiny_rl", f"trainer.micro_batch={bad}"))
 
 
 def test_grpo_config_takes_the_cut_and_keeps_one_generation_batch_per_update(tmp_path):
@@ -113,22 +115,19 @@ def test_grpo_config_takes_the_cut_and_keeps_one_generation_batch_per_update(tmp
     assert args.generation_batch_size == rows  # one generation batch, one optimizer update
 
 
-def test_the_m2rl_study_plan_fits_and_the_old_settings_fail_naming_the_fix(tmp_path):
-    def dry_run(*extra):
-        return subprocess.run(
-            [sys.executable, "-m", "rlvr.study", "experiment=m2rl_study", "study.dry_run=true",
-             f"study.out_dir={tmp_path}", *extra],
-            capture_output=True, text=True, cwd=REPO, timeout=300,
-        )  # fmt: skip
+def test_the_m2rl_study_plan_fits_and_the_old_settings_fail_naming_the_fix(tmp_path, capsys):
+    from rlvr.study.__main__ import run_study
 
-    fitted = dry_run()
-    assert fitted.returncode == 0, fitted.stderr[-2000:]
-    assert "resource plan" in fitted.stdout and "DOES NOT FIT" not in fitted.stdout
-    assert fitted.stdout.count("fits") >= 4  # sft, experts, mixed, evaluations
-    old = dry_run("trainer.micro_batch=null")
-    assert old.returncode == 2 and "DOES NOT FIT" in old.stdout
-    said = old.stdout + old.stderr
-    assert "set trainer.micro_batch=auto" in said and "mixed-seed0" in said
+    argv = ["experiment=m2rl_study", "study.dry_run=true", f"study.out_dir={tmp_path}"]
+    assert run_study(argv) == 0
+    printed = capsys.readouterr().out
+    assert "resource plan" in printed and "DOES NOT FIT" not in printed
+    assert printed.count("fits") >= 4  # sft, experts, mixed, evaluations
+    with pytest.raises(ConfigError) as failed:
+        run_study([*argv, "trainer.micro_batch=null"])
+    assert "DOES NOT FIT" in capsys.readouterr().out
+    assert "set trainer.micro_batch=auto" in str(failed.value)
+    assert "mixed-seed0" in str(failed.value)
 
 
 def test_an_entry_point_dry_run_prints_the_plan_and_loads_nothing(tmp_path):
@@ -201,9 +200,8 @@ def test_a_stage_on_several_nodes_runs_once_per_node_and_marks_once(tmp_path, mo
 
 
 def test_a_multinode_config_is_refused_without_slurm(tmp_path):
-    out = subprocess.run(
-        [sys.executable, "-m", "rlvr.study", "experiment=m2rl_study", "study.dry_run=true",
-         "study.accelerate=multinode_fsdp2", "study.launcher=local", f"study.out_dir={tmp_path}"],
-        capture_output=True, text=True, cwd=REPO, timeout=300,
-    )  # fmt: skip
-    assert out.returncode == 2 and "study.launcher=slurm" in out.stdout + out.stderr
+    from rlvr.study.__main__ import run_study
+
+    with pytest.raises(ConfigError, match="study.launcher=slurm"):
+        run_study(["experiment=m2rl_study", "study.dry_run=true", f"study.out_dir={tmp_path}",
+                   "study.accelerate=multinode_fsdp2", "study.launcher=local"])  # fmt: skip
