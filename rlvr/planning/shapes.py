@@ -7,6 +7,7 @@ local folder's or the Hugging Face cache's config.json, a packaged model's publi
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,11 +84,16 @@ def shape_from_config(config: dict[str, Any], source: str) -> ModelShape:
     )
 
 
-def _tiny_shape(model: ModelConfig) -> ModelShape:
+@functools.cache
+def _tiny_vocabulary() -> int:
     from rlvr.tiny_model import build_tokenizer
 
+    return len(build_tokenizer())
+
+
+def _tiny_shape(model: ModelConfig) -> ModelShape:
     spec = model.tiny if isinstance(model.tiny, dict) else vars(model.tiny)
-    config = {**spec, "vocab_size": len(build_tokenizer()), "tie_word_embeddings": True,
+    config = {**spec, "vocab_size": _tiny_vocabulary(), "tie_word_embeddings": True,
               "model_type": "qwen2"}  # fmt: skip
     return shape_from_config(config, "the embedded model's spec (model.tiny)")
 
