@@ -7,6 +7,8 @@ a changed SFT invalidates every model trained from it.
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import json
 import sys
@@ -104,12 +106,18 @@ def stage_overrides(base: Sequence[str], stage: Stage) -> list[str]:
 
 def stage_config(base: Sequence[str], stage: Stage) -> RunConfig:
     """Compose and validate one stage's config at plan time (inputs may not exist yet)."""
-    cfg = compose(stage_overrides(base, stage))
-    run: RunConfig = OmegaConf.to_object(cfg)  # type: ignore[assignment]
     try:
-        validate(run, check_paths=False)
+        return copy.deepcopy(_composed(tuple(stage_overrides(base, stage))))
     except ConfigError as err:
         raise ConfigError(f"stage {stage.name}: {err}") from None
+
+
+@functools.lru_cache(maxsize=1024)
+def _composed(overrides: tuple[str, ...]) -> RunConfig:
+    """One composition per distinct command line in a process: Hydra's compose costs about a
+    second, and plans (the study's, its tests') ask for the same stages again and again."""
+    run: RunConfig = OmegaConf.to_object(compose(overrides))  # type: ignore[assignment]
+    validate(run, check_paths=False)
     return run
 
 
