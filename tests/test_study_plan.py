@@ -18,7 +18,7 @@ MERGES = ("average", "task_arithmetic", "ties", "ties_dare", "ta_dare", "sce")
 
 
 # The plan's shape under test: one seed, and conf/study/embedded.yaml's optional stages
-# (tiny_study itself runs two seeds and only the analyses).
+# (tiny_study itself runs two seeds, the neighbourhood and the analyses).
 SHAPE = ("study.seeds=[0]", "study.stages=[neighbourhood,analyze]")
 
 
