@@ -172,7 +172,7 @@ def _auto_micro_batch(
             "(its config.json fields) or give trainer.micro_batch a number"
         )
     base = _base_workload(run, kind, processes, sharded)
-    device = run.trainer.device_memory_gib * GIB
+    device = _device_bytes(run)
     for micro in _cuts(rows):
         w = replace(base, micro_batch=micro, accumulation=rows // micro)
         if sum(memory(shape, w, device).values()) + RUNTIME_BYTES <= device:
@@ -180,14 +180,22 @@ def _auto_micro_batch(
     return 1, rows  # nothing fits: the plan reports the stage at micro-batch 1
 
 
+def _device_bytes(run: RunConfig) -> float | None:
+    gib = run.trainer.device_memory_gib
+    return gib * GIB if gib else None
+
+
+def _unknown_shape(run: RunConfig, stage: str, kind: str, processes: int) -> StagePlan:
+    return StagePlan(stage, kind, processes, device_bytes=_device_bytes(run),
+                     note=f"shape of {run.model.name!r} unknown: set model.shape")  # fmt: skip
+
+
 def plan_training(
     run: RunConfig, stage: str, kind: str, processes: int, sharded: bool = True
 ) -> StagePlan:
-    shape = model_shape(run.model)
-    device = run.trainer.device_memory_gib * GIB if run.trainer.device_memory_gib else None
+    shape, device = model_shape(run.model), _device_bytes(run)
     if shape is None:
-        return StagePlan(stage, kind, processes, device_bytes=device,
-                         note=f"shape of {run.model.name!r} unknown: set model.shape")  # fmt: skip
+        return _unknown_shape(run, stage, kind, processes)
     micro, accumulation = micro_steps(run, kind, processes, shape, sharded)
     w = replace(
         _base_workload(run, kind, processes, sharded),
@@ -204,11 +212,9 @@ def plan_training(
 
 
 def plan_eval(run: RunConfig, stage: str) -> StagePlan:
-    shape = model_shape(run.model)
-    device = run.trainer.device_memory_gib * GIB if run.trainer.device_memory_gib else None
+    shape, device = model_shape(run.model), _device_bytes(run)
     if shape is None:
-        return StagePlan(stage, "eval", 1, device_bytes=device,
-                         note=f"shape of {run.model.name!r} unknown: set model.shape")  # fmt: skip
+        return _unknown_shape(run, stage, "eval", 1)
     e = run.eval
     vllm = e.backend == "vllm"
     sequence = run.trainer.plan_prompt_tokens + e.max_new_tokens

@@ -190,6 +190,7 @@ class Layout(NamedTuple):
     port: int = 29500
 
 
+@functools.cache  # one read per config per process: every stage of a plan asks
 def accelerate_layout(accelerate: str | None) -> Layout:
     if not accelerate:
         return Layout(1, False)
