@@ -58,7 +58,7 @@ def analyze(run: RunConfig, run_dir: Path | None = None) -> list[outputs.Output]
 
 
 def main() -> None:
-    from rlvr.cli import hydra_entry
+    from rlvr.runs.cli import hydra_entry
 
     hydra_entry("analyze", analyze)
 

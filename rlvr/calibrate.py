@@ -60,8 +60,8 @@ def _study_sft_model(run: RunConfig, root: Path) -> str:
 
 
 def main() -> None:
-    from rlvr.cli import hydra_entry
     from rlvr.reporting.calibration import failing
+    from rlvr.runs.cli import hydra_entry
 
     tables: list[Table] = []
     hydra_entry("calibrate", lambda run, run_dir: tables.append(calibrate(run, run_dir)))

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import RunConfig
-from rlvr.data import load_task
+from rlvr.data.rows import load_task
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def build_report(run: RunConfig) -> tuple[str, bool]:
 
 
 def main() -> None:
-    from rlvr.cli import hydra_entry
+    from rlvr.runs.cli import hydra_entry
 
     def body(run: RunConfig, run_dir: Path) -> None:
         text, complete = build_report(run)

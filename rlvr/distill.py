@@ -18,9 +18,9 @@ log = logging.getLogger(__name__)
 
 def distill(run: RunConfig, run_dir: Path) -> dict:
     """The whole stage as a recipe; returns the summary written to ``summary.json``."""
-    from rlvr import stages
     from rlvr.distillation.teachers import check_tokenizers, load_teachers
-    from rlvr.runs import configure_tracking, local_device, prepare_run_dir
+    from rlvr.runs.folders import configure_tracking, local_device, prepare_run_dir
+    from rlvr.training import stages
 
     started = time.perf_counter()
     prepare_run_dir(run, run_dir)
@@ -55,10 +55,10 @@ def distill(run: RunConfig, run_dir: Path) -> dict:
 
 def teacher_kl(run: RunConfig, model_path: str, teachers: dict, data: dict) -> dict[str, Any]:
     """Held-out per-token KL(student || own teacher) per domain (rank 0, local teachers)."""
-    from rlvr.chat_format import ChatFormat
     from rlvr.distillation.teachers import heldout_kl
-    from rlvr.models import load_model, load_tokenizer
-    from rlvr.runs import barrier, is_main_process, local_device
+    from rlvr.models.chat_format import ChatFormat
+    from rlvr.models.loading import load_model, load_tokenizer
+    from rlvr.runs.folders import barrier, is_main_process, local_device
 
     rows = [r for dd in data.values() for r in dd.heldout]
     local = all(getattr(t, "model", None) is not None for t in teachers.values())
@@ -88,12 +88,12 @@ def distill_student(
     """TRL's distillation loop from ``start_path`` with routed teachers; (final folder, facts)."""
     from datasets import Dataset
 
-    from rlvr.checkpoints import resume_checkpoint, train_from
     from rlvr.distillation.trainer import RoutedDistillationTrainer, build_distill_config
-    from rlvr.models import load_tokenizer
+    from rlvr.models.loading import load_tokenizer
     from rlvr.rewards.bridge import ErrorBudget, StepTimer, build_reward_functions
-    from rlvr.runs import MetricsFileCallback
-    from rlvr.stages import _peft_config, _sampler_factory, _save_final
+    from rlvr.runs.folders import MetricsFileCallback
+    from rlvr.training.checkpoints import resume_checkpoint, train_from
+    from rlvr.training.stages import _peft_config, _sampler_factory, _save_final
 
     started = time.perf_counter()
     budget = ErrorBudget(run.trainer.max_infra_error_rate, run.trainer.infra_error_min_samples)
@@ -133,7 +133,7 @@ def distill_student(
 
 
 def main() -> None:
-    from rlvr.cli import hydra_entry
+    from rlvr.runs.cli import hydra_entry
 
     hydra_entry("distill", distill)
 

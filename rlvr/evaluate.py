@@ -12,8 +12,8 @@ from __future__ import annotations
 
 
 def main() -> None:
-    from rlvr.cli import hydra_entry
     from rlvr.evaluation.evaluator import evaluate
+    from rlvr.runs.cli import hydra_entry
 
     hydra_entry("eval", evaluate)
 

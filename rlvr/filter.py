@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 def training_rows(run: RunConfig) -> dict[str, list[dict]]:
     """Each selected domain's training rows, loaded exactly as ``rlvr.train`` loads them."""
-    from rlvr.data import load_task
+    from rlvr.data.rows import load_task
 
     return {
         domain: [
@@ -56,13 +56,13 @@ def default_out_dir(run: RunConfig) -> Path:
 
 def filter_rows(run: RunConfig, run_dir: Path) -> dict:
     """The whole filter as a recipe; returns the counts written to ``counts.json``."""
-    from rlvr import stages
-    from rlvr.chat_format import ChatFormat
     from rlvr.evaluation.generation import Decoding
     from rlvr.evaluation.heldout import sample_and_score
-    from rlvr.models import load_model, load_tokenizer
+    from rlvr.models.chat_format import ChatFormat
+    from rlvr.models.loading import load_model, load_tokenizer
     from rlvr.rewards.bridge import ErrorBudget
-    from rlvr.runs import local_device
+    from rlvr.runs.folders import local_device
+    from rlvr.training import stages
 
     started = time.perf_counter()
     c = run.filter
@@ -121,7 +121,7 @@ def filter_rows(run: RunConfig, run_dir: Path) -> dict:
 
 
 def main() -> None:
-    from rlvr.cli import hydra_entry
+    from rlvr.runs.cli import hydra_entry
 
     hydra_entry("filter", filter_rows)
 

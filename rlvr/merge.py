@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import ConfigError, RunConfig
-from rlvr.merge_presets import PRESETS, base_policy, resolve
-from rlvr.models import model_folder
+from rlvr.merging.presets import PRESETS, base_policy, resolve
+from rlvr.models.loading import model_folder
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ def merge_stage(run: RunConfig, run_dir: Path) -> Path:
 
 
 def main() -> None:
-    from rlvr.cli import hydra_entry
+    from rlvr.runs.cli import hydra_entry
 
     hydra_entry("merge", merge_stage)
 

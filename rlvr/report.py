@@ -144,7 +144,7 @@ def report_stage(run: RunConfig, run_dir: Path | None = None) -> Report:
 
 
 def main() -> None:
-    from rlvr.cli import hydra_entry
+    from rlvr.runs.cli import hydra_entry
 
     hydra_entry("report", report_stage)
 

@@ -16,15 +16,15 @@ log = logging.getLogger(__name__)
 
 def sft_stage(run: RunConfig, run_dir: Path) -> dict:
     """SFT as a stage of its own: base model -> ``<run_dir>/final``, held-out before and after."""
-    from rlvr import stages
-    from rlvr.runs import (
+    from rlvr.runs.folders import (
         configure_tracking,
         device_seconds,
         is_main_process,
         prepare_run_dir,
         write_json,
     )
-    from rlvr.sft_training import run_sft
+    from rlvr.training import stages
+    from rlvr.training.sft import run_sft
 
     started = time.perf_counter()
     prepare_run_dir(run, run_dir)
@@ -62,7 +62,7 @@ def sft_stage(run: RunConfig, run_dir: Path) -> dict:
 
 
 def main() -> None:
-    from rlvr.cli import hydra_entry
+    from rlvr.runs.cli import hydra_entry
 
     hydra_entry("sft", sft_stage)
 

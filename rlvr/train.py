@@ -17,8 +17,8 @@ log = logging.getLogger(__name__)
 
 def train(run: RunConfig, run_dir: Path) -> dict:
     """The whole stage as a recipe; returns the summary written to ``summary.json``."""
-    from rlvr import stages
-    from rlvr.runs import configure_tracking, prepare_run_dir
+    from rlvr.runs.folders import configure_tracking, prepare_run_dir
+    from rlvr.training import stages
 
     started = time.perf_counter()
     prepare_run_dir(run, run_dir)
@@ -44,7 +44,7 @@ def train(run: RunConfig, run_dir: Path) -> dict:
 
 
 def main() -> None:
-    from rlvr.cli import hydra_entry
+    from rlvr.runs.cli import hydra_entry
 
     hydra_entry("rl", train)
 

@@ -63,7 +63,7 @@ def legacy_run_episodes(model, tokenizer, rows, decoding, *, batch_size=64, seed
 def _legacy_start(tokenizer, row):
     """An episode as the re-encoding loop started one: rendered per sample, with the tools as
     bound methods (converted to JSON schemas again at every render and parse)."""
-    from rlvr.agent import training_row
+    from rlvr.data.agent import training_row
     from rlvr.evaluation.episodes import Episode
     from tasks.environments import get_environment_class, tool_names
 

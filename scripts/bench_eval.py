@@ -25,10 +25,10 @@ from pathlib import Path
 
 import torch
 
-from rlvr.chat_format import ChatFormat, stop_token_ids
 from rlvr.evaluation.generation import Decoding, generate
-from rlvr.packaged_models import ensure_packaged_model, is_packaged
-from rlvr.tiny_model import TinyModelSpec, ensure_tiny_model
+from rlvr.models.chat_format import ChatFormat, stop_token_ids
+from rlvr.models.packaged import ensure_packaged_model, is_packaged
+from rlvr.models.tiny import TinyModelSpec, ensure_tiny_model
 from tasks import micro
 
 log = logging.getLogger("bench_eval")

@@ -124,10 +124,10 @@ def run_bare(overrides: list[str], out: Path) -> dict:
     from transformers import TrainerCallback
     from trl import GRPOTrainer
 
-    from rlvr import stages
-    from rlvr.agent import training_row
-    from rlvr.models import load_tokenizer
-    from rlvr.trainer_args import build_grpo_config
+    from rlvr.data.agent import training_row
+    from rlvr.models.loading import load_tokenizer
+    from rlvr.training import stages
+    from rlvr.training.trainer_args import build_grpo_config
     from verifiers import ReasoningFormat, verify
 
     run = compose_run(overrides)
@@ -191,7 +191,7 @@ def in_sampler_order(run, rows: list[dict]) -> list[dict]:
     prompt; TRL repeats each for its group)."""
     from datasets import Dataset
 
-    from rlvr import stages
+    from rlvr.training import stages
 
     a = run.algo
     sampler = stages._sampler_factory(run, Dataset.from_list(rows))(
@@ -204,7 +204,7 @@ def in_sampler_order(run, rows: list[dict]) -> list[dict]:
 def arm_main(args: argparse.Namespace) -> None:
     import resource
 
-    from rlvr.cli import configure_threads
+    from rlvr.runs.cli import configure_threads
 
     configure_threads()  # as every entry point does
     out = Path(args.out)
@@ -318,7 +318,7 @@ def main() -> None:
     os.environ.setdefault("WANDB_MODE", "disabled")
     work = Path(tempfile.mkdtemp(prefix="bench_grpo_"))
     os.environ.setdefault("RLVR_CACHE", str(work / "cache"))
-    from rlvr.packaged_models import ensure_packaged_model, is_packaged
+    from rlvr.models.packaged import ensure_packaged_model, is_packaged
 
     init_from = args.init_from or sft_model(args.sft_steps, work)
     if is_packaged(init_from):  # a real pretrained model, converted once into the cache

@@ -36,7 +36,7 @@ from math_verify.parser import parse_expr_cached, parse_latex_cached  # noqa: E4
 
 from tasks.registry import shared_data_dir  # noqa: E402
 from verifiers import _mathverify, known_verifiers, verify  # noqa: E402
-from verifiers.pool import VerifierPool, default_workers  # noqa: E402
+from verifiers.pool.pool import VerifierPool, default_workers  # noqa: E402
 
 Item = tuple[str, dict, str]
 

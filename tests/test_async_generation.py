@@ -12,9 +12,9 @@ from test_config import compose_run, hydra_context  # noqa: F401 (the Hydra cont
 from test_lora import guessing_model
 from test_resume import finish, kill, records, run_dir, start, wait_for_checkpoint
 
-from rlvr.checkpoints import latest_complete_checkpoint
 from rlvr.config import ConfigError
 from rlvr.rollouts.lookahead import Lookahead, Sampling, sample
+from rlvr.training.checkpoints import latest_complete_checkpoint
 
 ASYNC = ["domains=[science]", "algo.prompts_per_step=2", "trainer.async_generation=true"]
 

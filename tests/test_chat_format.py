@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from rlvr.chat_format import ChatFormat, stop_token_ids
-from rlvr.cli import CONF_DIR, register_resolvers
 from rlvr.config import ConfigError, check_model_source, register_configs, to_config
 from rlvr.evaluation.generation import Decoding, prompt_ids, sampler_for
+from rlvr.models.chat_format import ChatFormat, stop_token_ids
+from rlvr.runs.cli import CONF_DIR, register_resolvers
 
 PROMPTS = [
     [{"role": "user", "content": "What is 12 + 30? Answer: <number>"}],
@@ -45,8 +45,8 @@ def grpo_trainer(run, model_dir: Path, out: Path):
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    from rlvr.models import load_tokenizer
-    from rlvr.trainer_args import build_grpo_config
+    from rlvr.models.loading import load_tokenizer
+    from rlvr.training.trainer_args import build_grpo_config
 
     run = replace(run, trainer=replace(run.trainer, use_cpu=True, max_steps=1))
     args = build_grpo_config(run, out)
@@ -66,8 +66,8 @@ def sft_prompt_ids(run, model_dir: Path, out: Path) -> list[list[int]]:
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from rlvr.models import load_tokenizer
-    from rlvr.sft_training import with_template_options
+    from rlvr.models.loading import load_tokenizer
+    from rlvr.training.sft import with_template_options
 
     examples = [
         {"prompt": p, "completion": [{"role": "assistant", "content": "42"}]} for p in PROMPTS
@@ -113,7 +113,7 @@ def test_evaluation_renders_and_stops_as_grpo_and_sft_train(model_dir, thinking,
 def test_thinking_option_changes_the_qwen3_prompt_everywhere(qwen3_dir, tmp_path):
     """The option reaches the template: off adds Qwen3's empty think block, on does not."""
     on, off = (run_config(qwen3_dir, t, tmp_path) for t in (True, False))
-    from rlvr.models import load_tokenizer
+    from rlvr.models.loading import load_tokenizer
 
     tokenizer = load_tokenizer(str(qwen3_dir), on.model)
     text_on = ChatFormat.of(on.model).text(tokenizer, PROMPTS[0])
@@ -140,7 +140,7 @@ def test_stops_are_the_generation_configs_end_tokens_and_the_tokenizers(qwen3_di
 
 
 def test_a_packaged_model_without_its_wheel_is_a_config_error_naming_the_install(monkeypatch):
-    from rlvr import packaged_models
+    from rlvr.models import packaged as packaged_models
 
     missing = packaged_models.PackagedModel(
         name="smollm2-135m-instruct",
@@ -159,7 +159,7 @@ def test_smollm2_renders_tool_free_chats_as_its_own_template_and_tools_for_agent
     from transformers import AutoTokenizer
 
     from rlvr.evaluation.episodes import episode_tokenizer, tool_suffix_ids
-    from rlvr.packaged_models import PACKAGED, gguf_path
+    from rlvr.models.packaged import PACKAGED, gguf_path
 
     ours = AutoTokenizer.from_pretrained(smollm2_dir)
     source = gguf_path(PACKAGED["smollm2-135m-instruct"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.checkpoints import is_complete, latest_complete_checkpoint
+from rlvr.training.checkpoints import is_complete, latest_complete_checkpoint
 
 # The files the HF Trainer writes into checkpoint-N, in its order: weights, optimizer and
 # scheduler, RNG state, and trainer_state.json last.

@@ -14,8 +14,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
 from omegaconf import open_dict
 
-from rlvr.cli import CONF_DIR, check_group_choices, register_resolvers
 from rlvr.config import ConfigError, RunConfig, register_configs, to_config
+from rlvr.runs.cli import CONF_DIR, check_group_choices, register_resolvers
 from tasks.schema import DOMAINS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -188,7 +188,7 @@ def test_real_cli_fails_fast_before_loading_a_model(args, expected, tmp_path):
 def test_mixture_config_reaches_the_trainer_sampler(mode, expected):
     from datasets import Dataset
 
-    from rlvr.stages import _sampler_factory
+    from rlvr.training.stages import _sampler_factory
 
     run = compose_run(f"mixture={mode}", "domains=[math,code]", "domains.math.weight=3")
     rows = Dataset.from_list([{"domain": d} for d in ["math"] * 40 + ["code"] * 40])
@@ -203,7 +203,7 @@ def test_mixture_config_reaches_the_trainer_sampler(mode, expected):
 
 
 def test_long_run_names_stay_distinct_and_short():
-    from rlvr.cli import run_dirname
+    from rlvr.runs.cli import run_dirname
 
     common = ",".join(f"model.tiny.hidden_size_{i}=32" for i in range(8))
     a, b = run_dirname(f"{common},trainer.seed=0"), run_dirname(f"{common},trainer.seed=1")
@@ -216,7 +216,7 @@ def test_long_run_names_stay_distinct_and_short():
 def test_run_names_never_hold_paths():
     """Path-valued overrides (a finished run's folder, with '=' and ',' in its name) show as a
     short hash: the folder name stays short, typable, and distinct per input."""
-    from rlvr.cli import run_dirname
+    from rlvr.runs.cli import run_dirname
 
     sft = "/tmp/x/outputs/tiny_sft/sft.max_steps=40,eval.k=2/final"
     other = "/tmp/y/outputs/tiny_sft/base/final"
@@ -250,7 +250,7 @@ def test_run_folder_from_the_command_line_has_no_path(tmp_path):
 
 def test_heldout_prompts_come_from_eval_seed_not_the_training_seed(tmp_path):
     """Every seed and arm of a study is measured on the same held-out prompts."""
-    from rlvr.data import build_domain_data
+    from rlvr.data.rows import build_domain_data
 
     def ids(*overrides: str) -> tuple[list[str], list[str]]:
         run = compose_run("experiment=smoke", *overrides, outputs=tmp_path)
@@ -269,7 +269,7 @@ def test_heldout_prompts_come_from_eval_seed_not_the_training_seed(tmp_path):
 
 
 def test_sandbox_group_settings_reach_the_code_verifier(tmp_path):
-    from rlvr.stages import verifier_options
+    from rlvr.training.stages import verifier_options
     from verifiers.registry import get_verifier
 
     run = compose_run(
@@ -335,6 +335,6 @@ def test_a_bad_judge_setup_exits_cleanly_before_loading_a_model(judge, message, 
     ],
 )
 def test_the_warm_start_is_for_the_embedded_model_unless_asked_for(overrides, expected):
-    from rlvr.stages import wants_warm_start
+    from rlvr.training.stages import wants_warm_start
 
     assert wants_warm_start(compose_run(*overrides)) is expected

@@ -14,9 +14,9 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from rlvr.cli import CONF_DIR, register_resolvers
 from rlvr.config import ConfigError, RunConfig, register_configs, to_config
-from rlvr.tiny_model import TinyModelSpec, ensure_tiny_model
+from rlvr.models.tiny import TinyModelSpec, ensure_tiny_model
+from rlvr.runs.cli import CONF_DIR, register_resolvers
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
@@ -69,7 +69,7 @@ class RecordingTeacher:
 
     def __init__(self, path: Path, run: RunConfig) -> None:
         from rlvr.distillation.teachers import LocalTeacher
-        from rlvr.models import load_model
+        from rlvr.models.loading import load_model
 
         self.rows: list[list[int]] = []
         self.inner = LocalTeacher(load_model(str(path), run.model))
@@ -94,9 +94,9 @@ class RecordingTeacher:
 )
 def test_each_row_is_scored_only_by_its_own_domains_teacher(objective, tmp_path):
     """A mixed math+science batch: each teacher sees only its domain's rows, every row once."""
-    from rlvr import stages
     from rlvr.distill import distill_student
-    from rlvr.models import load_tokenizer
+    from rlvr.models.loading import load_tokenizer
+    from rlvr.training import stages
 
     student = small_model(tmp_path, 0)
     paths = {"math": small_model(tmp_path, 1), "science": small_model(tmp_path, 2)}

@@ -74,7 +74,7 @@ def test_a_model_fused_at_another_temperature_is_scored_from_whole_logits(tiny_m
 def test_mt_opd_on_two_fsdp2_processes_shards_its_teachers(tmp_path, rlvr_cache, sft_checkpoint):
     """Two domains, two teachers, one prompt per rank per micro-batch: every micro-batch has a
     rank without one of the domains, which must still run that teacher's sharded forward."""
-    from rlvr.tiny_model import ensure_tiny_model
+    from rlvr.models.tiny import ensure_tiny_model
 
     student = ensure_tiny_model(rlvr_cache / "models")
     out = tmp_path / "runs"

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from rlvr import tiny_model
 from rlvr.evaluation.episodes import (
     _advance,
     episode_tokenizer,
@@ -15,6 +14,7 @@ from rlvr.evaluation.episodes import (
     tool_suffix_ids,
 )
 from rlvr.evaluation.generation import Decoding
+from rlvr.models import tiny as tiny_model
 from tasks import micro
 from tasks.environments import episode_verdict
 from tasks.micro.agent import CLOSING, tool_turns

@@ -156,9 +156,9 @@ def test_backend_returns_completions_in_input_order(family):
 def test_eval_presets_compose_and_name_known_tasks(preset):
     from hydra import compose, initialize_config_dir
 
-    from rlvr.cli import CONF_DIR, register_resolvers
     from rlvr.config import register_configs, to_config
     from rlvr.evaluation.benchmarks import benchmark_domain
+    from rlvr.runs.cli import CONF_DIR, register_resolvers
 
     register_configs()
     register_resolvers()

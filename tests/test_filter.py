@@ -104,7 +104,7 @@ def check_outputs(out: Path, domain: str, rows: int, k: int) -> dict:
 
 
 def test_filter_writes_the_band_and_its_rows_load_back(tmp_path, rlvr_cache):
-    from rlvr.data import build_domain_data
+    from rlvr.data.rows import build_domain_data
     from rlvr.filter import filter_rows
 
     run = compose(

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rlvr.chat_format import ChatFormat
 from rlvr.evaluation.generation import Decoding, generate, sampler_for
 from rlvr.evaluation.sampling import Sampler, draw, nucleus, sample_tokens
+from rlvr.models.chat_format import ChatFormat
 
 # Unequal lengths and an unsorted order: left padding and the reordering are exercised.
 PROMPTS = [[{"role": "user", "content": "x" * n}] for n in (9, 1, 30, 4, 17, 4)]
@@ -19,7 +19,7 @@ PROMPTS = [[{"role": "user", "content": "x" * n}] for n in (9, 1, 30, 4, 17, 4)]
 def tiny():
     """The embedded tokenizer and a small Qwen2 built from its config. A wider initialisation
     than the embedded model's gives varied greedy text (the embedded one repeats one token)."""
-    from rlvr.tiny_model import TinyModelSpec, build_model, build_tokenizer
+    from rlvr.models.tiny import TinyModelSpec, build_model, build_tokenizer
 
     tok = build_tokenizer()
     spec = TinyModelSpec(

@@ -24,7 +24,7 @@ import yaml
 from test_multiprocess import OVERRIDES, launch_env, run_dir
 from test_train import weights
 
-from rlvr.checkpoints import is_complete, latest_complete_checkpoint
+from rlvr.training.checkpoints import is_complete, latest_complete_checkpoint
 
 pytestmark = pytest.mark.slow
 
@@ -148,7 +148,7 @@ def test_config_trains_and_its_final_model_merges_and_evaluates(
 def test_sharded_checkpoint_resumes(tmp_path, rlvr_cache, sft_checkpoint):
     """gpu_fsdp2 saves SHARDED_STATE_DICT checkpoints: with the last one gone (as after a
     preemption), a rerun with resume=true continues from checkpoint-1, which
-    rlvr.checkpoints recognises as complete, instead of starting at step 0."""
+    rlvr.training.checkpoints recognises as complete, instead of starting at step 0."""
     root = tmp_path / "run"
     args = [f"init_from={sft_checkpoint}", "trainer.max_steps=2", "trainer.save_steps=1"]
     args += ["trainer.bf16=false", "resume=true"]

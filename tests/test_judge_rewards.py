@@ -20,7 +20,7 @@ from rlvr.rewards.bridge import (
 from rlvr.rewards.scoring import build_scorer
 from tests.support.chat_server import ChatServer
 from verifiers import ReasoningFormat, Status, get_verifier
-from verifiers.judge_backend import JudgeSetupError
+from verifiers.judge.backend import JudgeSetupError
 
 SHORT = "Task: {question}\nResponse: {completion}\nScore 0-10:"
 REF = {"question": "Compute 6+5.", "answer": "11"}
@@ -163,8 +163,8 @@ def _compose(*overrides: str) -> RunConfig:
 
 @pytest.mark.parametrize("domain", ["math", "science", "instruction"])
 def test_a_judged_domain_trains_on_judge_rows_and_evaluates_with_its_verifier(domain, rlvr_cache):
-    from rlvr.data import build_domain_data
-    from rlvr.stages import verifier_options
+    from rlvr.data.rows import build_domain_data
+    from rlvr.training.stages import verifier_options
 
     run = _compose(f"domains=[judged/{domain}]", "mixture.train_size=4", "mixture.heldout_size=2")
     data = build_domain_data(run)[domain]

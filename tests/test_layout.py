@@ -79,3 +79,22 @@ def test_every_verb_is_a_runnable_module():
     for verb in VERBS:
         text = (REPO / "rlvr" / f"{verb}.py").read_text()
         assert 'if __name__ == "__main__":' in text, verb
+
+
+def test_rlvr_top_level_holds_only_the_verbs_and_rooms():
+    """A newcomer opening rlvr/ sees what a user runs; every building block lives in a room."""
+    modules = {p.stem for p in (REPO / "rlvr").glob("*.py")} - {"__init__"}
+    assert modules == VERBS
+    rooms = {p.name for p in (REPO / "rlvr").iterdir() if (p / "__init__.py").exists()}
+    assert {"study", "training", "data", "models", "runs", "merging", "evaluation"} <= rooms
+
+
+def test_verifier_families_with_several_modules_have_rooms():
+    flat = sorted(
+        p.name
+        for p in (REPO / "verifiers").glob("*.py")
+        if p.stem.startswith(("code", "judge", "pool", "_pool"))
+    )
+    assert flat == []
+    for room in ("code", "judge", "pool", "ifeval", "sandbox"):
+        assert (REPO / "verifiers" / room / "__init__.py").exists(), room

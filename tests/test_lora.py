@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.tiny_model import TinyModelSpec, ensure_tiny_model
+from rlvr.models.tiny import TinyModelSpec, ensure_tiny_model
 from tasks import micro
 
 pytestmark = pytest.mark.slow

@@ -12,8 +12,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from rlvr.config import ConfigError
 from rlvr.merge import MERGE_INFO, MERGEKIT_YAML, merge_models, model_folder
-from rlvr.merge_presets import PRESETS, resolve
-from rlvr.tiny_model import TinyModelSpec, ensure_tiny_model
+from rlvr.merging.presets import PRESETS, resolve
+from rlvr.models.tiny import TinyModelSpec, ensure_tiny_model
 
 SPEC = TinyModelSpec(
     hidden_size=32,

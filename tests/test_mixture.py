@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr.mixture import MixtureSampler, apportion, heldout_mask, heldout_split
-from rlvr.schedule import MixtureSchedule
+from rlvr.data.mixture import MixtureSampler, apportion, heldout_mask, heldout_split
+from rlvr.data.schedule import MixtureSchedule
 
 DOMAINS = ["math"] * 50 + ["code"] * 20 + ["science"] * 7 + ["instruction"] * 13
 WEIGHTS = {"math": 0.4, "code": 0.3, "science": 0.2, "instruction": 0.1}
@@ -203,7 +203,7 @@ def test_works_as_a_torch_dataloader_sampler():
     assert got == expected and len(loader) == len(sampler) // 6
 
 
-# -- scheduled mixtures (rlvr.schedule) ---------------------------------------------------
+# -- scheduled mixtures (rlvr.data.schedule) ---------------------------------------------------
 SCHEDULE_DOMAINS = ["math"] * 40 + ["code"] * 30 + ["science"] * 20
 
 

@@ -21,7 +21,7 @@ import pytest
 import torch
 from test_train import weights
 
-from rlvr.checkpoints import is_complete, latest_complete_checkpoint
+from rlvr.training.checkpoints import is_complete, latest_complete_checkpoint
 
 pytestmark = pytest.mark.slow
 

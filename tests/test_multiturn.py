@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 import torch
 
-from rlvr import tiny_model
 from rlvr.evaluation.episodes import episode_tokenizer, start_episode, tool_suffix_ids
 from rlvr.evaluation.multiturn import TurnSampling, sample_episodes
+from rlvr.models import tiny as tiny_model
 from tasks import micro
 
 BUDGET = 96

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from rlvr.cli import CONF_DIR, register_resolvers
 from rlvr.config import register_configs
 from rlvr.rewards.bridge import ErrorBudget, StepTimer, build_reward_functions
 from rlvr.rewards.parallel import (
@@ -18,6 +17,7 @@ from rlvr.rewards.parallel import (
     measure,
     reward_terms,
 )
+from rlvr.runs.cli import CONF_DIR, register_resolvers
 from verifiers import Verdict
 
 O2 = "<Outlines><Outline>1: a</Outline><Outline>2: b</Outline></Outlines>"
@@ -116,7 +116,7 @@ def test_bridge_applies_the_combiner_and_logs_parallel_metrics():
 def test_p_grpo_preset_maps_to_mean_centred_advantages(tmp_path, compose):
     """TRL 1.16 with scale_rewards=none and sum_then_normalize: A = r - mean_group(r)."""
     from rlvr.config import to_config
-    from rlvr.trainer_args import build_grpo_config
+    from rlvr.training.trainer_args import build_grpo_config
 
     run = to_config(compose(["algo=p_grpo"]))
     assert run.algo.parallel_reward.preset == "threadweaver"

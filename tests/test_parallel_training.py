@@ -38,8 +38,8 @@ def sampled(model_path: str, rows: list[dict], run) -> dict[str, float]:
     """Avg@k, valid-block rate and mean acceleration (policy tokens) over k samples a row."""
     from rlvr.evaluation.generation import Decoding
     from rlvr.evaluation.heldout import sample_and_score
-    from rlvr.models import load_model, load_tokenizer
-    from rlvr.stages import make_scorer
+    from rlvr.models.loading import load_model, load_tokenizer
+    from rlvr.training.stages import make_scorer
 
     model, tokenizer = load_model(model_path, run.model), load_tokenizer(model_path, run.model)
     decoding = Decoding(k=SAMPLES, temperature=1.0, max_new_tokens=run.eval.max_new_tokens)
@@ -63,9 +63,9 @@ def sampled(model_path: str, rows: list[dict], run) -> dict[str, float]:
 def test_sft_learns_parallel_blocks_and_p_grpo_raises_acceleration(tmp_path):
     from hydra import compose, initialize_config_dir
 
-    from rlvr.cli import CONF_DIR, register_resolvers
     from rlvr.config import register_configs, to_config
-    from rlvr.data import build_domain_data
+    from rlvr.data.rows import build_domain_data
+    from rlvr.runs.cli import CONF_DIR, register_resolvers
     from rlvr.train import train
 
     register_configs()

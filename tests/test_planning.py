@@ -105,7 +105,7 @@ def test_a_bad_micro_batch_fails_at_config_time(bad):
 
 
 def test_grpo_config_takes_the_cut_and_keeps_one_generation_batch_per_update(tmp_path):
-    from rlvr.trainer_args import build_grpo_config
+    from rlvr.training.trainer_args import build_grpo_config
 
     run = composed("experiment=tiny_rl", "trainer.micro_batch=8")
     args = build_grpo_config(run, tmp_path)

@@ -10,9 +10,9 @@ import os
 import pytest
 import torch
 
-from rlvr.chat_format import ChatFormat, stop_token_ids
 from rlvr.evaluation.generation import Decoding, sampler_for
 from rlvr.evaluation.sampling import sample_tokens
+from rlvr.models.chat_format import ChatFormat, stop_token_ids
 
 # Mixed lengths, and answers short enough that some end at <|im_end|> inside the limit
 PROMPTS = [
@@ -84,7 +84,7 @@ def test_grpo_single_turn_rollouts_equal_trls_generate(smollm2_dir, smollm2, tmp
     from datasets import Dataset
     from trl import GRPOConfig
 
-    from rlvr.grpo import RLVRGRPOTrainer
+    from rlvr.training.grpo import RLVRGRPOTrainer
 
     model, tokenizer = smollm2
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from test_merge import one_torch_thread, perturbed_copy, tiny_family  # noqa: F401  (autouse fixture)
 
-from rlvr.accounting import sum_compute
 from rlvr.config import ConfigError, EvalConfig, LoggerConfig, RunConfig
 from rlvr.evaluation.evaluator import evaluate
 from rlvr.merge import merge_models
 from rlvr.report import build_report
+from rlvr.runs.accounting import sum_compute
 
 TASKS = ["micro_math", "micro_instruction"]
 COST = {"math": 30.0, "instruction": 50.0, "mixed": 45.0}

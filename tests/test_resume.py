@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_lora import guessing_model
 
-from rlvr.checkpoints import is_complete, latest_complete_checkpoint
+from rlvr.training.checkpoints import is_complete, latest_complete_checkpoint
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from test_config import compose_run, hydra_context  # noqa: F401 (the Hydra cont
 
 from rlvr.config import ConfigError
 from rlvr.config.checks import mixture_schedule
-from rlvr.schedule import MixtureSchedule
+from rlvr.data.schedule import MixtureSchedule
 
 TWO = "domains=[math,code]"
 

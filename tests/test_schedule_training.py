@@ -10,7 +10,7 @@ import pytest
 from test_lora import guessing_model
 from test_resume import finish, kill, records, run_dir, start, wait_for_checkpoint
 
-from rlvr.checkpoints import latest_complete_checkpoint
+from rlvr.training.checkpoints import latest_complete_checkpoint
 
 pytestmark = pytest.mark.slow
 

@@ -8,8 +8,8 @@ import pytest
 
 from rlvr.rewards.scoring import build_scorer, verify_batch
 from verifiers import ReasoningFormat, verify
-from verifiers.judge import make_judge
-from verifiers.judge_backend import register_judge_backend
+from verifiers.judge.backend import register_judge_backend
+from verifiers.judge.verifier import make_judge
 
 RUBRIC = "Grade it.\nResponse: {completion}\nEnd with 'Score: N'."
 

@@ -101,8 +101,8 @@ def test_grpo_scores_early_rows_ahead_and_each_completion_once(model_dir, tmp_pa
     from transformers import AutoModelForCausalLM
     from trl import GRPOConfig
 
-    from rlvr import tiny_model
-    from rlvr.grpo import RLVRGRPOTrainer
+    from rlvr.models import tiny as tiny_model
+    from rlvr.training.grpo import RLVRGRPOTrainer
 
     rows = micro.generate("math", 6, seed=2, split="heldout")
     scorer, timer, budget = CountingScorer(), StepTimer(), ErrorBudget(0.05, 1)

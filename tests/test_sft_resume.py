@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from test_resume import final_weights_equal, kill, launch, wait_for_checkpoint
 
-from rlvr.checkpoints import latest_complete_checkpoint
+from rlvr.training.checkpoints import latest_complete_checkpoint
 
 pytestmark = pytest.mark.slow
 

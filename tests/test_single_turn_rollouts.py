@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from rlvr import tiny_model
+from rlvr.models import tiny as tiny_model
 from rlvr.rollouts.single_turn import group_prompts
 from tasks import micro
 
@@ -18,7 +18,7 @@ from tasks import micro
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     """The embedded model with a wider initialisation, so greedy text varies and ends."""
-    from rlvr.tiny_model import TinyModelSpec, build_model, build_tokenizer
+    from rlvr.models.tiny import TinyModelSpec, build_model, build_tokenizer
 
     tok = build_tokenizer()
     spec = TinyModelSpec(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -36,7 +36,7 @@ def build_trainer(model_dir, out, kv_sampling: bool, **overrides: Any):
     from transformers import AutoModelForCausalLM
     from trl import GRPOConfig
 
-    from rlvr.grpo import RLVRGRPOTrainer
+    from rlvr.training.grpo import RLVRGRPOTrainer
 
     rows = micro.generate("math", 6, seed=2, split="heldout")
     settings = dict(

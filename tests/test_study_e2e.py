@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.checkpoints import latest_complete_checkpoint
+from rlvr.training.checkpoints import latest_complete_checkpoint
 
 pytestmark = pytest.mark.slow
 

@@ -116,8 +116,8 @@ def test_slurm_launcher_config_composes_with_the_plugin_schema():
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from rlvr.cli import CONF_DIR, register_resolvers
     from rlvr.config import register_configs
+    from rlvr.runs.cli import CONF_DIR, register_resolvers
 
     register_configs()
     register_resolvers()

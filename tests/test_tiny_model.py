@@ -8,7 +8,7 @@ import string
 import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from rlvr.tiny_model import THINK_CLOSE, THINK_OPEN, TinyModelSpec, ensure_tiny_model
+from rlvr.models.tiny import THINK_CLOSE, THINK_OPEN, TinyModelSpec, ensure_tiny_model
 
 TEXTS = [
     "Answer: 7",

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import torch
 
-from rlvr import tiny_model
-from rlvr.agent import prepare_tokenizer, trainer_kwargs, training_row
+from rlvr.data.agent import prepare_tokenizer, trainer_kwargs, training_row
+from rlvr.models import tiny as tiny_model
 from tasks import micro
 
 
@@ -21,7 +21,7 @@ def build_trainer(model_dir, tmp_path, tool_episodes: bool, **overrides: Any):
     from transformers import AutoModelForCausalLM
     from trl import GRPOConfig
 
-    from rlvr.grpo import RLVRGRPOTrainer
+    from rlvr.training.grpo import RLVRGRPOTrainer
 
     rows = micro.generate("agent", 4, seed=5, difficulty=1, split="heldout")
     dataset = Dataset.from_list([training_row(r) for r in rows])

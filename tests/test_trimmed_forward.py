@@ -8,8 +8,8 @@ import random
 import pytest
 import torch
 
-from rlvr import tiny_model
 from rlvr.lean_forward.trimmed import chunked_logps, plan_chunks, trimmable
+from rlvr.models import tiny as tiny_model
 
 
 def padded_batch(seed: int, rows: int, prompt_width: int, completion_width: int):
@@ -120,7 +120,7 @@ def grpo_trainer(model_dir, out, rows: int, completion_width: int, trim: bool, s
     from transformers import AutoModelForCausalLM
     from trl import GRPOConfig
 
-    from rlvr.grpo import RLVRGRPOTrainer
+    from rlvr.training.grpo import RLVRGRPOTrainer
 
     trainer = RLVRGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_dir).double(),

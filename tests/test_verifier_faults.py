@@ -11,13 +11,13 @@ import pytest
 from pool_doubles import KilledOnceVerifier, kill_when_published
 from test_train import only_run_dir, run_cli
 
-from rlvr.checkpoints import is_complete, latest_complete_checkpoint
 from rlvr.rewards.bridge import ErrorBudget, StepTimer, build_reward_functions
 from rlvr.rewards.scoring import build_scorer, sequential_scorer
+from rlvr.training.checkpoints import is_complete, latest_complete_checkpoint
 from tasks import micro
 from verifiers import ReasoningFormat
-from verifiers._pool_worker import FAULT_ENV
-from verifiers.pool import MAX_ITEM_ATTEMPTS
+from verifiers.pool.pool import MAX_ITEM_ATTEMPTS
+from verifiers.pool.worker import FAULT_ENV
 from verifiers.registry import register
 
 register("killed_once", KilledOnceVerifier)  # rows name verifiers; the bridge builds them

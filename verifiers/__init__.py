@@ -19,8 +19,8 @@ from verifiers import math_answer  # noqa: E402,F401  isort: skip
 from verifiers import science  # noqa: E402,F401  isort: skip
 from verifiers import ifeval  # noqa: E402,F401  isort: skip
 from verifiers import tool_calls  # noqa: E402,F401  isort: skip
-from verifiers import code  # noqa: E402,F401  isort: skip
-from verifiers import judge  # noqa: E402,F401  isort: skip
+from verifiers.code import verifier as _code  # noqa: E402,F401  isort: skip
+from verifiers.judge import verifier as _judge  # noqa: E402,F401  isort: skip
 
 __all__ = [
     "ReasoningFormat",

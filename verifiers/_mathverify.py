@@ -1,7 +1,7 @@
 """Thin wrapper over math-verify: parse answers with its timeouts off, compare two parses.
 
 math-verify's own timeouts use ``signal.alarm``, which only works on the main thread, so
-they are disabled here; time is bounded by the worker pool's hard kill (``verifiers.pool``).
+they are disabled here; time is bounded by the worker pool's hard kill (``verifiers.pool.pool``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rlvr.config import ConfigError
-from rlvr.merge_presets import PRESETS
+from rlvr.merging.presets import PRESETS
 from rlvr.reporting.seeds import seed_rank, split_seed
 from rlvr.reporting.tables import infer_role
 from tasks.schema import DOMAINS

@@ -141,8 +141,8 @@ class SelfVerification:
         self.models = list(evals.results)
 
     def judge(self, model, tokenizer, items: list[Labelled], mode: str) -> list[bool | None]:
-        from rlvr.chat_format import ChatFormat
         from rlvr.evaluation.generation import Decoding, generate, prompt_ids
+        from rlvr.models.chat_format import ChatFormat
 
         c = self.run.analyze.judge
         if c.scoring == "probability":
@@ -167,7 +167,7 @@ class SelfVerification:
 
     def measure(self, pools: dict[str, list[Labelled]]) -> list[tuple]:
         from rlvr.analysis.kl import load
-        from rlvr.models import load_tokenizer
+        from rlvr.models.loading import load_tokenizer
 
         c = self.run.analyze.judge
         rows = []

@@ -28,7 +28,7 @@ def load(path: str, run: RunConfig):
     """A model in eval mode on the GPU when there is one."""
     import torch
 
-    from rlvr.models import load_model
+    from rlvr.models.loading import load_model
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     return load_model(path, run.model).to(device).eval().requires_grad_(False)
@@ -36,8 +36,8 @@ def load(path: str, run: RunConfig):
 
 def model_kl(model, sft, tokenizer, rows_by_domain: dict[str, list[dict]], run: RunConfig) -> dict:
     """``{domain: {"kl", "tokens", "prompts"}}`` of KL(model || sft) per completion token."""
-    from rlvr.chat_format import ChatFormat
     from rlvr.distillation.teachers import heldout_kl
+    from rlvr.models.chat_format import ChatFormat
 
     k = run.analyze.kl
     out = {}
@@ -72,7 +72,7 @@ class PolicyKL:
         return out
 
     def measure(self) -> list[tuple]:
-        from rlvr.models import load_tokenizer
+        from rlvr.models.loading import load_tokenizer
 
         sft_path = self.evals.model_path(self.evals.sft)
         sft = load(sft_path, self.run)

@@ -44,7 +44,7 @@ def pair_eval_stages(ctx: PlanContext) -> list[str]:
 def neighbourhood_stages(ctx: PlanContext) -> tuple[list[Stage], list[ModelRef]]:
     """A merge and an evaluation stage per pair; no model joins the study's own evaluation."""
     from rlvr.evaluation.benchmarks import benchmark_domain
-    from rlvr.merge_presets import resolve
+    from rlvr.merging.presets import resolve
 
     run, root = ctx.run, ctx.root / FOLDER
     preset = run.analyze.neighbourhood.preset

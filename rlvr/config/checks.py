@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlvr.config.domain_files import check_domain_files
 from rlvr.config.filter import FilterConfig
 from rlvr.config.schemas import ConfigError, RunConfig
-from rlvr.schedule import MixtureSchedule
+from rlvr.data.schedule import MixtureSchedule
 from tasks.schema import DOMAINS
 
 log = logging.getLogger(__name__)
@@ -271,7 +271,7 @@ def check_distill(run: RunConfig, check_paths: bool = True) -> None:
 def check_model_source(name: str, cache_dir: str) -> None:
     """The model must be the embedded tiny model, a packaged model whose wheel is installed,
     an existing folder, or a Hub id."""
-    from rlvr.packaged_models import MissingPackageError, check_installed, is_packaged
+    from rlvr.models.packaged import MissingPackageError, check_installed, is_packaged
 
     if name == "tiny":
         return

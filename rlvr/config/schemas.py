@@ -73,7 +73,7 @@ class SchedulePointConfig:
 
 @dataclass
 class MixtureScheduleConfig:
-    """Domain weights that change with the training step (``rlvr.schedule``); needs
+    """Domain weights that change with the training step (``rlvr.data.schedule``); needs
     ``mixture.mode=weighted`` and replaces ``domains.<name>.weight``. The first point is at
     step 0, steps increase; each point's weights are normalised to shares."""
 

@@ -143,7 +143,7 @@ class ServerTeacher:
 def check_tokenizers(run: RunConfig, student_path: str) -> None:
     """Every teacher shares the student's tokenizer (the token ids are scored as they are);
     a mismatch fails here, naming the domain, before any model is loaded."""
-    from rlvr.models import load_tokenizer
+    from rlvr.models.loading import load_tokenizer
 
     vocab = load_tokenizer(student_path, run.model).get_vocab()
     for domain in sorted(run.domains):
@@ -162,7 +162,7 @@ def check_tokenizers(run: RunConfig, student_path: str) -> None:
 
 def load_teachers(run: RunConfig, device: Any) -> dict[str, Teacher]:
     """One teacher per selected domain; domains naming the same folder share one model."""
-    from rlvr.models import load_model
+    from rlvr.models.loading import load_model
 
     d = run.distill
     if d.teacher_device == "server":
@@ -209,7 +209,7 @@ def heldout_kl(
     distribution). Returns ``{domain: {"kl", "tokens", "prompts"}}``. Prompts render with
     ``chat`` (a ``ChatFormat``: the training run's template options).
     """
-    from rlvr.chat_format import ChatFormat, stop_token_ids
+    from rlvr.models.chat_format import ChatFormat, stop_token_ids
 
     chat = chat or ChatFormat()
     eos = set(stop_token_ids(tokenizer, student.generation_config))

@@ -21,8 +21,8 @@ from trl import DistillationConfig, DistillationTrainer
 
 from rlvr.config import RunConfig
 from rlvr.distillation.teachers import Teacher, completion_token_logprobs, fuse_lm_head
-from rlvr.runs import DataIdLog
-from rlvr.trainer_args import micro_batches, trainer_arguments
+from rlvr.runs.folders import DataIdLog
+from rlvr.training.trainer_args import micro_batches, trainer_arguments
 
 
 def distill_steps(run: RunConfig) -> int:

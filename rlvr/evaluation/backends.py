@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from rlvr.chat_format import ChatFormat, stop_token_ids
 from rlvr.config import ConfigError
 from rlvr.evaluation.generation import Decoding
 from rlvr.evaluation.heldout import sample_and_score, score_completions
+from rlvr.models.chat_format import ChatFormat, stop_token_ids
 from rlvr.rewards.bridge import Scorer
 
 

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlvr.agent import live_verdict, prepare_tokenizer, rollout_text, training_row
-from rlvr.chat_format import ChatFormat, pad_token_id, stop_token_ids
+from rlvr.data.agent import live_verdict, prepare_tokenizer, rollout_text, training_row
 from rlvr.evaluation.generation import Decoding
 from rlvr.evaluation.multiturn import TurnSampling, sample_episodes
+from rlvr.models.chat_format import ChatFormat, pad_token_id, stop_token_ids
 from tasks.environments import call_tool, get_environment_class, tool_names
 from verifiers import Verdict
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from rlvr.chat_format import ChatFormat
 from rlvr.config import ConfigError, RunConfig
 from rlvr.evaluation.backends import (
     Backend,
@@ -32,6 +31,7 @@ from rlvr.evaluation.results import (
     study_dir,
     write_results,
 )
+from rlvr.models.chat_format import ChatFormat
 from rlvr.rewards.bridge import Scorer
 
 log = logging.getLogger(__name__)
@@ -42,13 +42,13 @@ class ModelEntry:
     """One model to evaluate: its label (folder name in the study) and where it loads from."""
 
     label: str
-    path: str  # a model folder, or a Hub id / "tiny" resolved by rlvr.models
+    path: str  # a model folder, or a Hub id / "tiny" resolved by rlvr.models.loading
 
 
 def parse_models(entries: Sequence[str]) -> list[ModelEntry]:
     """``label=path`` pairs or bare paths (label: the run folder's or model folder's name)."""
     from rlvr.config import check_model_source
-    from rlvr.models import model_folder
+    from rlvr.models.loading import model_folder
 
     out: list[ModelEntry] = []
     for entry in entries:
@@ -112,7 +112,7 @@ def evaluate_benchmark(
 def make_eval_scorer(run: RunConfig) -> Scorer:
     """The training scorer (same verifiers, options and reasoning format) with eval's pool size."""
     from rlvr.rewards.scoring import build_scorer
-    from rlvr.stages import add_sandbox_options, verifier_options
+    from rlvr.training.stages import add_sandbox_options, verifier_options
     from verifiers import ReasoningFormat
 
     options = verifier_options(run)
@@ -122,7 +122,7 @@ def make_eval_scorer(run: RunConfig) -> Scorer:
 
 
 def _open_backend(run: RunConfig, entry: ModelEntry) -> tuple[Backend, str]:
-    from rlvr.models import load_model, load_tokenizer, resolve_model_path
+    from rlvr.models.loading import load_model, load_tokenizer, resolve_model_path
 
     path = entry.path
     if not Path(path).exists():
@@ -156,7 +156,7 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
     if not e.models or not e.tasks:
         raise ConfigError("set eval.models=[label=path,...] and eval.tasks=[gsm8k,micro_math,...]")
     models = parse_models(e.models)
-    from rlvr.models import check_hub_model_available
+    from rlvr.models.loading import check_hub_model_available
 
     for m in models:
         check_hub_model_available(m.path)  # offline and not cached: fail before any model

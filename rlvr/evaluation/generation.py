@@ -6,8 +6,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rlvr.chat_format import ChatFormat, pad_token_id, stop_token_ids
 from rlvr.evaluation.sampling import Sampler, sample_tokens
+from rlvr.models.chat_format import ChatFormat, pad_token_id, stop_token_ids
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from math import comb
 from typing import Any
 
-from rlvr.chat_format import ChatFormat
 from rlvr.evaluation.generation import Decoding, generate
+from rlvr.models.chat_format import ChatFormat
 from rlvr.rewards.bridge import Scorer
 from verifiers import Verdict
 

@@ -57,7 +57,7 @@ def sample_records(
 
 def write_results(folder: Path, bench: str, records: list[dict], summary: dict) -> None:
     """JSONL first, summary last (its presence marks the pair finished), both atomically."""
-    from rlvr.runs import write_json
+    from rlvr.runs.folders import write_json
 
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{bench}.jsonl.tmp"

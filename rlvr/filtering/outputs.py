@@ -38,7 +38,7 @@ def write_pass_rates(out: Path, results: Sequence[RowPass]) -> Path:
 
 
 def write_counts(out: Path, counts: dict) -> Path:
-    from rlvr.runs import write_json
+    from rlvr.runs.folders import write_json
 
     write_json(out / COUNTS, counts)
     return out / COUNTS

@@ -86,7 +86,7 @@ def shape_from_config(config: dict[str, Any], source: str) -> ModelShape:
 
 @functools.cache
 def _tiny_vocabulary() -> int:
-    from rlvr.tiny_model import build_tokenizer
+    from rlvr.models.tiny import build_tokenizer
 
     return len(build_tokenizer())
 

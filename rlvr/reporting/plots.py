@@ -55,7 +55,7 @@ def bar_plot(results: Sequence[ModelResult], metric: str, path: Path) -> Path:
 
 
 def read_metrics(path: Path) -> list[dict]:
-    """A run's metrics.jsonl (no transformers import, unlike ``rlvr.runs``)."""
+    """A run's metrics.jsonl (no transformers import, unlike ``rlvr.runs.folders``)."""
     if not path.is_file():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlvr.accounting import run_cost, sum_compute
-from rlvr.merge_presets import PRESETS
+from rlvr.merging.presets import PRESETS
 from rlvr.reporting.seeds import (
     ModelGroup,
     Stat,
@@ -21,6 +20,7 @@ from rlvr.reporting.seeds import (
     seed_summary,
     split_seed,
 )
+from rlvr.runs.accounting import run_cost, sum_compute
 from tasks.schema import DOMAINS
 
 ROLES = ("base", "sft", "expert", "merge", "mixed", "distill", "other")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlvr.agent import rollout_text, score_rollouts
+from rlvr.data.agent import rollout_text, score_rollouts
 from rlvr.rewards.early import EarlyScores, Key
 from rlvr.rewards.parallel import ParallelReward
 from verifiers import Status, Verdict

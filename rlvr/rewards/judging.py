@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifiers.judge_backend import JudgeFailure, JudgeSetupError, Messages, register_judge_backend
+from verifiers.judge.backend import JudgeFailure, JudgeSetupError, Messages, register_judge_backend
 
 log = logging.getLogger(__name__)
 FIX = "verifier_options.judge.hf"
@@ -40,7 +40,7 @@ class HFJudgeBackend:
 
     def __post_init__(self) -> None:
         from rlvr.config import ConfigError, ModelConfig, TinySpecConfig, check_model_source
-        from rlvr.models import check_hub_model_available, resolve_model_path
+        from rlvr.models.loading import check_hub_model_available, resolve_model_path
 
         if self.max_new_tokens < 1 or self.batch_size < 1 or self.timeout_s <= 0:
             raise JudgeSetupError(f"{FIX}: max_new_tokens and batch_size >= 1, timeout_s > 0")
@@ -72,7 +72,7 @@ class HFJudgeBackend:
         if self._loaded is None:
             import torch
 
-            from rlvr.models import load_model, load_tokenizer
+            from rlvr.models.loading import load_model, load_tokenizer
 
             device = self.device
             if device == "auto":
@@ -85,7 +85,7 @@ class HFJudgeBackend:
     def _generate(self, batch: list[Messages]) -> list[str]:
         import torch
 
-        from rlvr.chat_format import ChatFormat, stop_token_ids
+        from rlvr.models.chat_format import ChatFormat, stop_token_ids
 
         model, tokenizer = self._load()
         enc = tokenizer(

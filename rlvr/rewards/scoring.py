@@ -12,7 +12,7 @@ from rlvr.rewards import judging  # noqa: F401  (registers the in-process "hf" j
 from rlvr.rewards.bridge import Scorer
 from verifiers import ReasoningFormat, Verdict, Verifier, get_verifier, verify
 from verifiers.api import MAX_COMPLETION_CHARS, as_text
-from verifiers.pool import VerifierPool
+from verifiers.pool.pool import VerifierPool
 from verifiers.reasoning import passes_format_gate, strip_think
 from verifiers.verdict import clip
 

@@ -2,7 +2,7 @@
 
 While step ``s`` trains, the copy, holding the weights after ``s`` updates (policy version
 ``s``), samples the batch that step ``s + 1`` trains on, so generation overlaps the update and
-every batch is at most one version stale. The trainer (``rlvr.grpo``) drives it: ``take`` the
+every batch is at most one version stale. The trainer (``rlvr.training.grpo``) drives it: ``take`` the
 batch it is about to train, ``sync`` the copy to the current weights, ``submit`` the next one.
 
 Sampling is counter-based: each batch draws from its own ``torch.Generator`` seeded by (seed,

@@ -56,7 +56,7 @@ def scoring_ahead(
     from trl.chat_template_utils import parse_response
     from trl.data_utils import is_conversational
 
-    from rlvr.agent import rollout_text
+    from rlvr.data.agent import rollout_text
     from rlvr.rewards.bridge import bridge_scores
     from rlvr.rewards.early import early_keys
 

@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def load_study(argv: list[str]) -> RunConfig:
     """The study's own config (stage configs are composed per stage from the same overrides)."""
-    from rlvr.cli import check_group_choices
+    from rlvr.runs.cli import check_group_choices
 
     check_group_choices(argv)
     if not any(a.split("=", 1)[0].lstrip("+") == "experiment" for a in argv):

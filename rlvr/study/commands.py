@@ -88,7 +88,7 @@ def compose(overrides: Sequence[str], config_name: str = "train") -> DictConfig:
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from rlvr.cli import CONF_DIR, register_resolvers
+    from rlvr.runs.cli import CONF_DIR, register_resolvers
 
     register_configs()
     register_resolvers()
@@ -167,7 +167,7 @@ def command(stage: Stage, base: Sequence[str], accelerate: str | None) -> list[s
     ``accelerate launch --config_file conf/accelerate/<name>.yaml -m <entry>``."""
     args = stage_overrides(base, stage)
     if accelerate and stage.multiprocess:
-        from rlvr.cli import CONF_DIR
+        from rlvr.runs.cli import CONF_DIR
 
         config = Path(CONF_DIR) / "accelerate" / f"{accelerate}.yaml"
         launcher = [
@@ -196,7 +196,7 @@ def accelerate_layout(accelerate: str | None) -> Layout:
         return Layout(1, False)
     import yaml
 
-    from rlvr.cli import CONF_DIR
+    from rlvr.runs.cli import CONF_DIR
 
     path = Path(CONF_DIR) / "accelerate" / f"{accelerate}.yaml"
     if not path.is_file():

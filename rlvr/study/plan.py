@@ -122,7 +122,7 @@ def check_plan_names(run: RunConfig) -> None:
         raise ConfigError(f"study.domains: unknown {bad}; valid domains: {', '.join(DOMAINS)}")
     if not s.seeds or len(set(s.seeds)) != len(s.seeds):
         raise ConfigError(f"study.seeds={s.seeds}: give one or more distinct integers")
-    from rlvr.merge_presets import resolve
+    from rlvr.merging.presets import resolve
 
     for method in s.merges:
         try:
@@ -172,7 +172,7 @@ def _check_benchmarks(run: RunConfig) -> None:
 
 
 def _accelerate_file(name: str) -> Path:
-    from rlvr.cli import CONF_DIR
+    from rlvr.runs.cli import CONF_DIR
 
     return Path(CONF_DIR) / "accelerate" / f"{name}.yaml"
 
@@ -320,7 +320,7 @@ def merge_stage(
     ctx: PlanContext, name: str, method: str, experts: Sequence[ModelRef], seed: int, out: Path
 ) -> Stage:
     """``rlvr.merge`` of ``experts`` onto the SFT model with a preset or mergekit method."""
-    from rlvr.cli import CONF_DIR
+    from rlvr.runs.cli import CONF_DIR
 
     preset = (Path(CONF_DIR) / "merge" / f"{method}.yaml").is_file()
     overrides = (

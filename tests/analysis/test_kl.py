@@ -14,7 +14,7 @@ from rlvr.analysis.evaluations import load as load_evaluations
 from rlvr.analysis.kl import PolicyKL, load, model_kl
 from rlvr.config import ConfigError, RunConfig
 from rlvr.evaluation.benchmarks import load_benchmark
-from rlvr.models import load_tokenizer
+from rlvr.models.loading import load_tokenizer
 
 
 def _run() -> RunConfig:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trl
 
-import rlvr.tiny_model as tiny
+import rlvr.models.tiny as tiny
 from tasks.environments import environment_factories, environment_rewards, generate_workplace_tasks
 from tasks.schema import make_row, reference_of
 from verifiers.tool_call_parsing import render_tool_calls

@@ -76,7 +76,7 @@ def test_unknown_generator_names_variants():
 
 def test_sft_demonstrations_come_from_the_domain_micro_tasks():
     from rlvr.config import DomainConfig, RunConfig
-    from rlvr.data import sft_examples, sft_generators
+    from rlvr.data.rows import sft_examples, sft_generators
 
     run = RunConfig(domains={"math": DomainConfig(train_tasks=["micro_parallel_math"])})
     run.sft.examples_per_domain = 40
@@ -90,7 +90,7 @@ def test_sft_demonstrations_come_from_the_domain_micro_tasks():
 
 def test_sft_examples_per_domain_can_differ_by_domain():
     from rlvr.config import DomainConfig, RunConfig
-    from rlvr.data import sft_examples
+    from rlvr.data.rows import sft_examples
 
     run = RunConfig(domains={d: DomainConfig(train_tasks=[f"micro_{d}"]) for d in ("math", "code")})
     run.sft.examples_per_domain = 30

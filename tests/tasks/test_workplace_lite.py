@@ -221,14 +221,14 @@ def test_micro_heldout_requests_use_values_no_training_request_contains() -> Non
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from rlvr import tiny_model
+    from rlvr.models import tiny as tiny_model
 
     return tiny_model.build_tokenizer()
 
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_prompts_fit_the_budget_as_trl_renders_them(tokenizer, level: int) -> None:
-    from rlvr.agent import training_row
+    from rlvr.data.agent import training_row
 
     env = WorkplaceLiteEnvironment()
     tools = [getattr(env, name) for name in tool_names(WorkplaceLiteEnvironment)]

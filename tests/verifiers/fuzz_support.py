@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from verifiers import ReasoningFormat, Status, Verdict, verify
-from verifiers.pool import VerifierPool
+from verifiers.pool.pool import VerifierPool
 
 MARGIN_S = 60.0  # generous: a loaded 2-core machine, a sandbox worker restarted mid-item
 INFRA_PREFIX = "sandbox failure"  # how the code verifier marks an infrastructure failure

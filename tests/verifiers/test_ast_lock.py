@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import threading
 
-from verifiers import _ast, code, code_harness
+from verifiers import _ast
+from verifiers.code import harness as code_harness
+from verifiers.code import verifier as code
 
 
 def test_parse_waits_while_another_thread_holds_the_lock():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from verifiers import Status, get_verifier, verify
-from verifiers.code_judge import values_equal
+from verifiers.code.judge import values_equal
 
 F = "```"
 

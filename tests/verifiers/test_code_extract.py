@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from verifiers.code_extract import extract_code
+from verifiers.code.extract import extract_code
 
 F = "```"
 CASES = [

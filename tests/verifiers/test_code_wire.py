@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import pytest
 
-from verifiers.code_wire import MAX_DEPTH, FrameReader, WireError, decode, encode, write_frame
+from verifiers.code.wire import MAX_DEPTH, FrameReader, WireError, decode, encode, write_frame
 
 
 def refuse(obj):

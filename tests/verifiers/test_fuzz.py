@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pytest
 
 from verifiers import Status, Verdict
-from verifiers.pool import VerifierPool
+from verifiers.pool.pool import VerifierPool
 
 TOKENS = [
     "\\frac",

@@ -23,7 +23,7 @@ from fuzz_support import run_and_check, timed_through_pool
 from tasks.micro import instruction as micro_instruction
 from tasks.schema import reference_of
 from verifiers.ifeval import CHECKS, IFEvalVerifier
-from verifiers.pool import VerifierPool
+from verifiers.pool.pool import VerifierPool
 
 FUZZED = ("ifeval",)
 POOL_TIMEOUT_S = 10.0  # the pool's default: what the scorer runs ifeval under

@@ -35,7 +35,7 @@ from tasks.environments.scoring import EnvironmentReplayVerifier
 from tasks.micro import agent as micro_agent
 from tasks.schema import reference_of
 from verifiers import get_verifier
-from verifiers.pool import VerifierPool
+from verifiers.pool.pool import VerifierPool
 
 FUZZED = ("tool_calls",)  # workplace replays here too; its own module fuzzes episodes
 POOL_TIMEOUT_S = 5.0

@@ -5,7 +5,7 @@ References are the episodes the agent tasks emit: full workplace levels 1-4, lit
 events and todos in every script, so listings overflow). An episode is a TRL message list:
 assistant turns (calls in ``<tool_call>`` content, structured ``tool_calls`` or
 ``reasoning_content``) between tool turns holding the live environment's observations,
-turned into text by ``rlvr.agent.rollout_text`` as the reward bridge does. Calls start from
+turned into text by ``rlvr.data.agent.rollout_text`` as the reward bridge does. Calls start from
 the gold ones and are mutated: hostile values at the tools' limits (400/401-character
 strings, 10**9, bools and floats for ids, surrogates), unknown or the other environment's
 tools, arguments named ``self``, extra lookups and writes, dropped, repeated (64/65 calls),
@@ -24,14 +24,14 @@ import pytest
 from fuzz_support import binary_text, huge_text, run_and_check, timed_through_pool, with_think
 
 import tasks.environments  # noqa: F401  (registers the workplace verifier)
-from rlvr.agent import rollout_text
+from rlvr.data.agent import rollout_text
 from tasks.environments import call_tool, get_environment_class, tool_names
 from tasks.environments.workplace_lite import generate_lite_tasks
 from tasks.environments.workplace_tasks import generate_workplace_tasks
 from tasks.micro import agent as micro_agent
 from tasks.schema import reference_of
 from verifiers import get_verifier
-from verifiers.pool import VerifierPool
+from verifiers.pool.pool import VerifierPool
 
 FUZZED = ("workplace",)
 POOL_TIMEOUT_S = 10.0  # the pool's default: what the scorer runs the replay under

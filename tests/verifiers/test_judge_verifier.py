@@ -12,8 +12,8 @@ import pytest
 
 from tests.support.chat_server import MODEL, ChatServer
 from verifiers import Status, get_verifier, verify
-from verifiers.judge import Rubric
-from verifiers.judge_backend import JudgeSetupError
+from verifiers.judge.backend import JudgeSetupError
+from verifiers.judge.verifier import Rubric
 
 RUBRIC = (
     "Grade the response to the task against the reference answer.\n"
@@ -222,7 +222,7 @@ def test_the_hf_backend_is_named_as_rlvrs_when_missing():
     """In an interpreter that never imported rlvr (the verifiers package alone), asking for the
     ``hf`` backend names the module that registers it."""
     code = (
-        "from verifiers.judge_backend import JudgeSetupError, get_judge_backend\n"
+        "from verifiers.judge.backend import JudgeSetupError, get_judge_backend\n"
         "try:\n    get_judge_backend('hf')\nexcept JudgeSetupError as e:\n    print(e)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

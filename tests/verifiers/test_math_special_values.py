@@ -13,7 +13,7 @@ import itertools
 import pytest
 
 from verifiers import Status, verify
-from verifiers.pool import VerifierPool
+from verifiers.pool.pool import VerifierPool
 
 SPECIAL = [
     r"\infty", r"-\infty", r"+\infty", "oo", "-oo", "zoo", "inf", "-inf", "Infinity", "nan",

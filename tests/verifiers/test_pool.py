@@ -15,14 +15,14 @@ import pytest
 from pool_doubles import KilledOnceVerifier, kill_when_published
 
 from verifiers import Status, Verdict, verify
-from verifiers._pool_worker import FAULT_ENV
-from verifiers.pool import (
+from verifiers.pool.pool import (
     MAX_ITEM_ATTEMPTS,
     MAX_WORKERS,
     VerifierPool,
     default_workers,
     verify_batch,
 )
+from verifiers.pool.worker import FAULT_ENV
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ a *secret* is handed to the execution on fd 4 (a memfd) by ``splice``, so the fo
 holds it in its own memory and no later execution, forked from it, can find it there. The fork
 server is not dumpable (same-uid code cannot open its ``/proc/<pid>/fd`` or ``mem``). Inside
 one execution every process shares the code's uid: keeping one of them (a judge) from the
-others is the program's job; the code verifier's assert harness does it (``code_harness``:
+others is the program's job; the code verifier's assert harness does it (``verifiers.code.harness``:
 what it guarantees and what it does not). Results of earlier executions (stdout, stderr, the
 fd-3 channel) may linger in the fork server's freed memory and so in later executions.
 """

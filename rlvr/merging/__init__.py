@@ -1,0 +1,1 @@
+"""Merge presets: the paper's merge methods as mergekit configurations."""

@@ -1,0 +1,174 @@
+"""Hydra plumbing shared by the entry points: config path, resolvers, typed conversion."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from rlvr.config import ConfigError, RunConfig, register_configs, to_config
+from rlvr.rewards.bridge import VerifierInfrastructureError
+from verifiers.judge.backend import JudgeSetupError
+
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+log = logging.getLogger("rlvr")
+
+
+# Overrides whose values are paths: a folder name shows a short hash of them, never the path.
+PATH_KEYS = frozenset(
+    {"init_from", "merge.base", "merge.models", "merge.out_dir", "eval.models", "eval.out_dir",
+     "report.study_dir", "study.out_dir", "study.sft_model", "paths.data_dir", "paths.cache_dir"}
+)  # fmt: skip
+
+
+def _looks_like_path(value: str) -> bool:
+    return value.startswith(("/", "./", "../", "~"))
+
+
+def run_dirname(overrides: Any, exclude: Any = ()) -> str:
+    """A filesystem-safe run folder name from the overrides that identify a run ("base" when
+    none): ``domains=math,trainer.seed=1``. Path-valued overrides appear as ``key@<hash>`` so
+    no path leaks into a folder name; a name too long for the file system is cut and hashed.
+
+    ``overrides``: Hydra's task overrides (a list) or an ``override_dirname`` string.
+    """
+    if isinstance(overrides, str):
+        overrides = [o for o in re.split(r",(?![^\[]*\])", overrides) if o]
+    skip = set(exclude or ())
+    items = []
+    for override in overrides:
+        key, _, value = str(override).partition("=")
+        key = key.lstrip("+~")
+        if key in skip or key.startswith("hydra"):
+            continue
+        value = re.sub(r"[\[\]'\" ]", "", value)
+        if key in PATH_KEYS or _looks_like_path(value):
+            items.append(f"{key}@{hashlib.sha256(value.encode()).hexdigest()[:8]}")
+        else:
+            items.append(f"{key}={value}".replace("/", "_"))
+    name = ",".join(sorted(items))
+    if len(name) > 120:  # cut for readability and the file-name limit; distinct runs stay distinct
+        name = f"{name[:107]}-{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+    return name or "base"
+
+
+def register_resolvers() -> None:
+    if not OmegaConf.has_resolver("rlvr_dirname"):
+        OmegaConf.register_new_resolver("rlvr_dirname", run_dirname)
+
+
+def _option_names(value: Any) -> list[str]:
+    """Option names inside an override value: a name, a list of names, or a choice sweep."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [n for v in value for n in _option_names(v)]
+    return [n for v in getattr(value, "list", None) or [] for n in _option_names(v)]
+
+
+def check_group_choices(argv: list[str], conf_dir: str = CONF_DIR) -> None:
+    """Reject unknown options of our config groups, naming the valid ones; Hydra's own error
+    for a list-valued group (``domains=[foo]``) does not list them."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        overrides = OverridesParser.create().parse_overrides([a for a in argv if "=" in a])
+    except Exception:  # noqa: BLE001  (grammar errors: Hydra reports them itself)
+        return
+    for o in overrides:
+        folder = Path(conf_dir) / o.key_or_group
+        if o.key_or_group.startswith("hydra") or o.is_delete() or not folder.is_dir():
+            continue
+        valid = sorted(
+            f.relative_to(folder).with_suffix("").as_posix() for f in folder.rglob("*.yaml")
+        )
+        unknown = [n for n in _option_names(o.value()) if n not in valid]
+        if unknown:
+            raise ConfigError(
+                f"{o.key_or_group}: unknown option(s) {', '.join(unknown)}; "
+                f"valid {o.key_or_group}: {', '.join(valid)}"
+            )
+
+
+def configure_threads() -> None:
+    """One share of the cores per local process: OpenMP threads oversubscribing the cores
+    (several ranks, or verifier workers beside the trainer) slow small models several-fold."""
+    import os
+
+    if "OMP_NUM_THREADS" in os.environ:
+        return
+    import torch
+
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
+
+
+PLANNED = {"rl": "rl", "sft": "sft", "distill": "distill", "eval": "eval"}  # stage -> plan kind
+
+
+def plan_first(run: RunConfig) -> bool:
+    """The stage's resource plan: printed with ``dry_run=true`` (then the stage stops: True);
+    a stage that cannot fit ``trainer.device_memory_gib`` fails here, before any model loads."""
+    from rlvr.planning import assumptions, check_fits, format_plan, plan_stage
+    from rlvr.training.trainer_args import sharded, world_size
+
+    kind = PLANNED.get(run.stage)
+    if kind is None:
+        if run.dry_run:
+            sys.stdout.write(f"{run.stage}: no resource plan (runs on the host); nothing run\n")
+        return run.dry_run
+    plan = plan_stage(run, run.run_name, kind, world_size(), sharded())
+    if run.dry_run:
+        sys.stdout.write(format_plan([plan], assumptions(run.trainer)) + "\n")
+    check_fits([plan])
+    return run.dry_run
+
+
+def hydra_entry(
+    stage: str, body: Callable[[RunConfig, Path], Any], config_name: str = "train"
+) -> None:
+    """Compose the config, convert it once, run ``body(run, run_dir)``; clean errors on bad input."""
+    register_configs()
+    register_resolvers()
+    try:
+        check_group_choices(sys.argv[1:])
+    except ConfigError as err:
+        log.error("config error: %s", err)
+        sys.exit(2)
+
+    @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name=config_name)
+    def _main(cfg: DictConfig) -> None:
+        cfg.stage = stage
+        try:
+            run = to_config(cfg)
+        except ConfigError as err:
+            log.error("config error: %s", err)
+            sys.exit(2)
+        try:
+            if plan_first(run):
+                return
+        except ConfigError as err:
+            log.error("config error: %s", err)
+            sys.exit(2)
+        configure_threads()
+        try:
+            body(run, Path(HydraConfig.get().runtime.output_dir))
+        # bad setup found once the stage looks at its inputs (a judge built with the scorer:
+        # unknown backend, endpoint down), still before any model loads
+        except (ConfigError, JudgeSetupError) as err:
+            log.error("config error: %s", err)
+            sys.exit(2)
+        except VerifierInfrastructureError as err:  # the error budget ran out: one clear line
+            log.error("aborted: %s", err)
+            sys.stderr.write(f"aborted: {err}\n")
+            sys.exit(1)
+
+    _main()

@@ -1,0 +1,256 @@
+"""Our small ``GRPOTrainer`` subclass: mixture sampler, timing, episodes, the lean forward."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from trl import GRPOTrainer
+
+from rlvr.config import ConfigError
+from rlvr.rewards.bridge import bridge_scores
+from rlvr.rollouts import unsupported as sampler_unsupported
+from rlvr.runs.folders import DataIdLog
+
+
+class RLVRGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer with our mixture sampler (its weights logged per step as
+    ``<domain>/mixture_weight``), generation timing, a log of the prompt ids each step trains
+    on (``<output_dir>/data_ids.jsonl``) and, with ``async_generation``, one-step-ahead
+    generation on a copy of the policy (``rlvr.rollouts.lookahead``, staleness logged as
+    ``async/staleness``). The overrides are the sampler, ``get_batch_samples`` (to see the
+    next step's batch), ``_generate_single_turn`` (to serve the batch sampled ahead, to run
+    agent rollouts as whole KV-cached episodes, ``rlvr.rollouts.tool_loop``, or to draw single turns
+    from the KV-cache sampler, ``kv_sampling``, ``rlvr.rollouts.single_turn``, grading rows
+    that end early on a background thread, ``score_ahead``), ``_tool_call_loop`` (to
+    hand those episodes over in TRL's shapes), ``_get_per_token_logps_and_entropies`` (the
+    log-prob forward in length-sorted chunks cut to their rows' columns, each distinct prompt
+    encoded once: ``trim_padding``, ``share_prompts``, ``rlvr.lean_forward.trimmed``) and the checkpoint save/load of the batch held ahead."""
+
+    def __init__(
+        self,
+        *args,
+        sampler_factory=None,
+        async_generation=False,
+        tool_episodes=True,
+        kv_sampling=True,
+        score_ahead: bool | None = None,
+        trim_padding=True,
+        share_prompts=True,
+        **kwargs,
+    ):
+        self._sampler_factory = sampler_factory
+        self.tool_episodes = tool_episodes  # agent rollouts as episodes (rlvr.rollouts.tool_loop)
+        self._first_turn = False
+        self._rollouts = None  # (prompt ids, episodes) of the batch, for _tool_call_loop
+        self._batch_inputs: list | None = None  # the rows being generated for, to score ahead
+        self.mixture_sampler = None
+        self.generation_seconds = 0.0
+        super().__init__(*args, **kwargs)
+        self.data_id_log = DataIdLog(Path(self.args.output_dir) / "data_ids.jsonl")
+        self.lookahead = self._build_lookahead() if async_generation else None
+        self._ahead: list = []  # dataloader batches taken early from ``_ahead_source``
+        self._ahead_source = None
+        self._next_batch = None  # the next step's generation batch, once seen
+        self._lean_forward = self._build_lean_forward(trim_padding, share_prompts)
+        self.kv_sampling = kv_sampling and sampler_unsupported(self) is None
+        if score_ahead is None:  # with kv_sampling: grade rows as they end, beside a GPU
+            score_ahead = self.accelerator.device.type != "cpu"
+        self.score_ahead = score_ahead
+
+    def _build_lean_forward(self, trim: bool, share: bool):
+        """The cheaper log-prob forward (``rlvr.lean_forward.trimmed``), or None for TRL's: it needs
+        one process (ranks running different numbers of chunk forwards would desynchronise
+        FSDP's and DDP's collectives), and trimming needs a rotary model."""
+        from rlvr.lean_forward.trimmed import LeanForward, trimmable
+
+        if self.accelerator.num_processes > 1:
+            return None
+        trim = trim and trimmable(self.model)
+        return LeanForward(trim, share, self.accelerator.autocast) if trim or share else None
+
+    def _get_train_sampler(self, dataset=None):
+        if self._sampler_factory is None:
+            return super()._get_train_sampler(dataset)
+        repeat = self.num_iterations * self.args.steps_per_generation
+        self.mixture_sampler = self._sampler_factory(
+            mini_repeat_count=self.num_generations,
+            batch_size=self.args.generation_batch_size // self.num_generations,
+            repeat_count=repeat,
+            steps_per_batch=max(1, repeat // self.args.gradient_accumulation_steps),
+        )
+        return self.mixture_sampler
+
+    def _get_per_token_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        **inputs,
+    ):
+        parent = super()._get_per_token_logps_and_entropies
+        lean = self._lean_forward
+        if lean is None or compute_aux_loss or any(v is not None for v in inputs.values()):
+            return parent(
+                model, input_ids, attention_mask, logits_to_keep, batch_size,
+                compute_entropy, compute_aux_loss, **inputs,
+            )  # fmt: skip
+        return lean(
+            model, parent, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy
+        )
+
+    def _generate_and_score_completions(self, inputs):
+        training = self.model.training
+        if inputs and "id" in inputs[0]:
+            ids = list(dict.fromkeys(str(x["id"]) for x in inputs))
+            self.data_id_log(self.state.global_step + 1, ids)
+        self._batch_inputs = inputs
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._batch_inputs = None
+        if training and self.mixture_sampler is not None:
+            step = self.state.global_step
+            for domain, weight in self.mixture_sampler.weights_at_step(step).items():
+                self._metrics["train"][f"{domain}/mixture_weight"].append(weight)
+        if training and self.lookahead is not None:
+            # the ratio is taken against the weights that sampled (one version back when ahead)
+            output["old_per_token_logps"] = output["sampling_per_token_logps"]
+        return output
+
+    def _generate(self, prompts):
+        start = time.perf_counter()
+        self._first_turn = True  # the next _generate_single_turn call generates first turns
+        try:
+            return super()._generate(prompts)
+        finally:
+            self._first_turn, self._rollouts = False, None
+            self.generation_seconds += time.perf_counter() - start
+
+    # -- one-step-ahead generation (trainer.async_generation) --------------------------------
+    def _build_lookahead(self):
+        from rlvr.rollouts.lookahead import Lookahead, Sampling
+
+        if self.use_vllm or self.top_k or self.min_p or self.repetition_penalty != 1.0:
+            raise ConfigError(
+                "trainer.async_generation samples with temperature and top-p on a copy of the "
+                "policy: it needs trainer.use_vllm=false, top_k=0, no min_p, repetition_penalty=1"
+            )
+        args = self.args
+        sampling = Sampling(
+            max_new_tokens=self.max_completion_length,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            eos_token_ids=tuple(self.eos_token_ids),
+            pad_token_id=self._tokenizer.pad_token_id,
+            seed=args.seed,
+            rank=self.accelerator.process_index,
+            autocast_dtype="bfloat16" if args.bf16 else "float16" if args.fp16 else None,
+        )
+        return Lookahead(self.model, sampling)
+
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        """This step's batches, and the next step's taken early so its generation can start."""
+        if self.lookahead is None:
+            return super().get_batch_samples(epoch_iterator, num_batches, device)
+        if epoch_iterator is not self._ahead_source:  # a new pass over the data
+            self._ahead, self._ahead_source = [], epoch_iterator
+        while len(self._ahead) < 2 * num_batches:
+            try:
+                self._ahead.append(next(epoch_iterator))
+            except StopIteration:
+                break
+        batches, self._ahead = self._ahead[:num_batches], self._ahead[num_batches:]
+        self._next_batch = self._ahead[0] if self._ahead else None
+        return batches, self._get_num_items_in_batch(batches, device)
+
+    def _generate_single_turn(
+        self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
+    ):
+        first, self._first_turn = self._first_turn, False
+        if first and self._runs_episodes():  # whole episodes; _tool_call_loop hands them over
+            from rlvr.rollouts.tool_loop import run_rollouts
+
+            rollouts = run_rollouts(self, prompt_ids)
+            self._rollouts = (prompt_ids, rollouts)
+            return rollouts.first_turns, None
+        if self.lookahead is None or not self.model.training:
+            if self.kv_sampling and not multimodal_fields and not has_tool_images:
+                from rlvr.rollouts.single_turn import sample_completions, scoring_ahead
+
+                inputs = self._batch_inputs
+                ahead = scoring_ahead(self, prompt_ids, inputs) if self.score_ahead else None
+                return sample_completions(self, prompt_ids, ahead), None
+            return super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
+        step, live = self.state.global_step, self.accelerator.unwrap_model(self.model)
+        waited = self.lookahead.stats.wait_s
+        rollout = self.lookahead.take(prompt_ids)
+        if rollout is None:  # the first batch, the first of a pass, or a resume with none saved
+            self.lookahead.sync(live, step)
+            rollout = self.lookahead.sample_now(prompt_ids, step)
+        metrics = self._metrics["train"]
+        metrics["async/staleness"].append(float(self.lookahead.record(rollout, step)))
+        metrics["async/wait_s"].append(self.lookahead.stats.wait_s - waited)
+        batch, self._next_batch = self._next_batch, None
+        if batch is not None and step + 1 < self.state.max_steps:
+            self.lookahead.sync(live, step)
+            next_ids = self._tokenize_prompts([x["prompt"] for x in batch])[0]
+            self.lookahead.submit(next_ids, step + 1)
+        return rollout.completion_ids, rollout.logprobs
+
+    # -- agent rollouts as whole episodes (trainer.tool_episodes) ------------------------------
+    def _runs_episodes(self) -> bool:
+        from rlvr.rollouts.tool_loop import unsupported
+
+        return self.tool_episodes and self.lookahead is None and unsupported(self) is None
+
+    def _tool_call_loop(self, prompts, prompt_ids, completion_ids, completions, logprobs, *rest):
+        held, self._rollouts = self._rollouts, None
+        rollouts = held[1] if held is not None and held[0] is prompt_ids else None
+        if rollouts is None:  # not this batch's first turns: TRL's own loop
+            return super()._tool_call_loop(
+                prompts, prompt_ids, completion_ids, completions, logprobs, *rest
+            )
+        return (
+            rollouts.tool_mask,
+            rollouts.messages,
+            rollouts.completion_ids,
+            logprobs,  # None on this path, as for TRL's transformers generation
+            rollouts.tool_calls,
+            rollouts.tool_failures,
+            [[] for _ in prompt_ids],  # no tool images
+        )
+
+    def _save_checkpoint(self, model, trial):
+        if self.lookahead is not None:
+            name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+            self.lookahead.save(Path(self._get_output_dir(trial=trial)) / name)
+        super()._save_checkpoint(model, trial)
+
+    def _load_optimizer_and_scheduler(self, checkpoint):
+        super()._load_optimizer_and_scheduler(checkpoint)
+        if self.lookahead is not None and checkpoint is not None:
+            self.lookahead.load(Path(checkpoint))
+
+    def train(self, *args, **kwargs):
+        try:
+            return super().train(*args, **kwargs)
+        finally:
+            if self.lookahead is not None:
+                self.lookahead.close()
+            if (scores := bridge_scores(self.reward_funcs)) is not None:
+                scores.early.close()
+
+    def generation_facts(self) -> dict[str, Any]:
+        """For the run summary: whether generation ran ahead, and its staleness and waits."""
+        if self.lookahead is None:
+            return {"async_generation": False}
+        return {"async_generation": True, **self.lookahead.stats.facts()}

@@ -1,0 +1,106 @@
+"""SFT building block: the demonstration dataset and one TRL ``SFTTrainer`` fine-tune."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from rlvr.config import RunConfig
+
+log = logging.getLogger(__name__)
+
+
+def sft_dataset(run: RunConfig):
+    """Prompt-completion chat examples: micro-suite demonstrations or Hub chat datasets."""
+    from datasets import Dataset, concatenate_datasets, load_dataset
+
+    from rlvr.data.rows import sft_examples
+
+    if run.sft.datasets:
+        parts = [load_dataset(name, split="train") for name in run.sft.datasets]
+        data = concatenate_datasets(parts).shuffle(seed=run.trainer.seed)
+    else:
+        examples = sft_examples(run, seed=run.trainer.seed + 1000)
+        data = Dataset.from_list(examples).shuffle(seed=run.trainer.seed)
+    return with_template_options(data, dict(run.model.chat_template_kwargs))
+
+
+def with_template_options(data, template_kwargs: dict):
+    """Every example renders with the model's chat template options, as GRPO and evaluation
+    do (TRL's SFT reads them per example from a ``chat_template_kwargs`` column)."""
+    if not template_kwargs:
+        return data
+    return data.map(lambda _: {"chat_template_kwargs": template_kwargs})
+
+
+def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float]:
+    """Fine-tune on demonstrations (loss on completion tokens only); returns (folder, seconds).
+
+    Checkpoints go to ``<out_dir>/checkpoints``; with ``resume=true`` (or a SLURM requeue)
+    the newest complete one is continued from."""
+    from trl import SFTConfig, SFTTrainer
+
+    from rlvr.models.loading import load_tokenizer, model_init_kwargs
+    from rlvr.rewards.bridge import StepTimer
+    from rlvr.runs.folders import (
+        MetricsFileCallback,
+        barrier,
+        gradient_checkpointing,
+        is_main_process,
+        use_cpu,
+    )
+    from rlvr.training.checkpoints import resume_checkpoint, train_from
+    from rlvr.training.saving import save_full_model
+    from rlvr.training.trainer_args import micro_batches, report_to
+
+    final = out_dir / "final"
+    if (final / "config.json").exists():
+        log.info("SFT model already present at %s; reusing it", final)
+        return final, 0.0
+    start = time.perf_counter()
+    tokenizer = load_tokenizer(model_path, run.model)
+    tokenizer.padding_side = "right"
+    s = run.sft
+    micro, accumulation = micro_batches(run, "sft")
+    args = SFTConfig(
+        output_dir=str(out_dir / "checkpoints"),
+        run_name=f"{run.experiment}/{run.run_name}/sft",
+        report_to=report_to(run),
+        seed=run.trainer.seed,
+        max_steps=s.max_steps,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=accumulation,
+        learning_rate=s.learning_rate,
+        lr_scheduler_type=s.lr_scheduler_type,
+        warmup_steps=s.warmup_steps,
+        weight_decay=s.weight_decay,
+        max_length=s.max_length,
+        completion_only_loss=True,
+        logging_steps=max(s.max_steps // 20, 1),
+        save_strategy="steps" if s.save_steps > 0 else "no",
+        save_steps=max(s.save_steps, 1),
+        save_total_limit=s.save_total_limit,
+        save_only_model=False,  # optimizer and RNG state: the resumed run continues exactly
+        bf16=run.trainer.bf16,
+        gradient_checkpointing=gradient_checkpointing(run.trainer.gradient_checkpointing),
+        use_cpu=use_cpu(run.trainer.use_cpu),
+        model_init_kwargs=model_init_kwargs(run.model),
+        dataloader_num_workers=0,
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    progress = MetricsFileCallback(out_dir / "metrics.jsonl", {}, StepTimer())  # step, loss
+    trainer = SFTTrainer(
+        model=model_path,
+        args=args,
+        train_dataset=sft_dataset(run),
+        processing_class=tokenizer,
+        callbacks=[progress],
+    )
+    train_from(trainer, resume_checkpoint(run, out_dir))
+    save_full_model(trainer, final, lora=False)
+    if is_main_process():
+        tokenizer.padding_side = "left"
+        tokenizer.save_pretrained(str(final))
+    barrier()
+    return final, time.perf_counter() - start

@@ -1,0 +1,1 @@
+"""LLM-judge verifier and its backends (local model, OpenAI-compatible HTTP)."""

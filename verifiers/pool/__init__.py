@@ -1,0 +1,1 @@
+"""Verifier worker pool: batches scored in separate interpreters with hard time limits."""
