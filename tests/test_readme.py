@@ -1,12 +1,22 @@
-"""The README's first screen and tree of rooms stay true to the code."""
+"""The README's first screen and tree of rooms stay true to the code; the README stays a
+front door and every page it links to under docs/ is there."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+ROOMS_BEGIN, ROOMS_END = "<!-- rooms:begin -->", "<!-- rooms:end -->"
+# [text](target) and ![alt](target); the target ends at whitespace or the closing parenthesis
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s[^)]*)?\)")
+
+
+def _pages() -> list[Path]:
+    """README.md and every page under docs/."""
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
 def test_tree_of_rooms_is_current():
@@ -53,3 +63,43 @@ def test_readme_study_table_is_the_reports():
             (key,) = [k for k in theirs if k.startswith(f"{domain}/")]
             assert cells[domain] == theirs[key], (model, domain)
         assert cells["avg"] == theirs["avg"], model
+
+
+def test_every_relative_link_points_to_a_file():
+    broken = []
+    for page in _pages():
+        for target in _LINK.findall(page.read_text()):
+            if target.startswith(("http://", "https://", "mailto:", "#")):
+                continue
+            path = target.split("#", 1)[0]
+            if not (page.parent / path).exists():
+                broken.append(f"{page.relative_to(REPO)}: {target}")
+    assert not broken, broken
+
+
+def test_readme_is_a_front_door():
+    """Without the generated tree of rooms the README is a page, not the manual: the rest
+    lives under docs/."""
+    lines = (REPO / "README.md").read_text().splitlines()
+    begin, end = lines.index(ROOMS_BEGIN), lines.index(ROOMS_END)
+    outside = len(lines) - (end - begin - 1)
+    assert outside <= 120, f"README.md is {outside} lines outside the tree of rooms"
+
+
+def test_every_docs_page_opens_with_its_command():
+    """Each page under docs/ (the study's generated report aside) shows, within its first six
+    lines, a fenced code block holding the command it documents."""
+    pages = [p for p in sorted((REPO / "docs").glob("*.md")) if p.name != "tiny_study_report.md"]
+    assert pages
+    without = []
+    for page in pages:
+        head = page.read_text().splitlines()[:6]
+        opening = next((i for i, line in enumerate(head) if line.startswith("```")), None)
+        body = []
+        for line in head[opening + 1 :] if opening is not None else []:
+            if line.startswith("```"):
+                break
+            body.append(line.strip())
+        if not any(line and not line.startswith("#") for line in body):
+            without.append(page.name)
+    assert not without, without

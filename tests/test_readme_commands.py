@@ -1,4 +1,5 @@
-"""Every ``python -m rlvr.<verb>`` command the README shows parses and composes as typed.
+"""Every ``python -m rlvr.<verb>`` command the README and the docs pages show parses and
+composes as typed.
 
 Commands are taken from code blocks and inline code, split as a shell splits them (quotes
 kept where the README has them), placeholders filled (``<domain>`` with a domain, ``<study>``
@@ -17,8 +18,12 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from rlvr.cli import CONF_DIR, check_group_choices, register_resolvers
 from rlvr.config import register_configs
+
+try:
+    from rlvr.runs.cli import CONF_DIR, check_group_choices, register_resolvers
+except ImportError:  # before the entry points' plumbing moved into rlvr.runs
+    from rlvr.cli import CONF_DIR, check_group_choices, register_resolvers
 
 REPO = Path(__file__).resolve().parents[1]
 _COMMAND = re.compile(r"python -m rlvr\.(\w+)((?:[^`#\n]|\\\n)*)")
@@ -28,12 +33,18 @@ _NAMED = {"domain": "math", "domains": "math,code", "s": "0", "method": "ties", 
           "benchmarks": "micro_math", "label": "m"}  # fmt: skip
 
 
+def documentation() -> list[Path]:
+    """README.md and every page under docs/."""
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
 def readme_commands() -> list[tuple[str, str]]:
-    text = (REPO / "README.md").read_text().replace("\\\n", " ")
     found = []
-    for verb, rest in _COMMAND.findall(text):
-        rest = rest.split(":", 1)[0] if rest.lstrip().startswith(":") else rest
-        found.append((verb, rest.strip()))
+    for page in documentation():
+        text = page.read_text().replace("\\\n", " ")
+        for verb, rest in _COMMAND.findall(text):
+            rest = rest.split(":", 1)[0] if rest.lstrip().startswith(":") else rest
+            found.append((verb, rest.strip()))
     return sorted(set(found))
 
 

@@ -18,7 +18,7 @@ from rlvr.config import ConfigError, RunConfig, register_configs, to_config
 from rlvr.rewards.bridge import VerifierInfrastructureError
 from verifiers.judge.backend import JudgeSetupError
 
-CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 log = logging.getLogger("rlvr")
 
 

@@ -28,7 +28,7 @@ class WorkerProcess:
         child_read, parent_write = os.pipe()
         parent_read, child_write = os.pipe()
         cell_fd = new_cell_fd()
-        package_root = str(Path(__file__).resolve().parent.parent)
+        package_root = str(Path(__file__).resolve().parents[2])  # holds verifiers/
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
         fds = (child_read, child_write, cell_fd)
