@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from rlvr.lean_forward.trimmed import chunked_logps, plan_chunks, trimmable
-from rlvr.models import tiny as tiny_model
-
-
-def padded_batch(seed: int, rows: int, prompt_width: int, completion_width: int):
-    """Left-padded prompts and right-padded completions of random lengths, as TRL builds them
-    (a few rows with an empty completion)."""
-    rng = random.Random(seed)
-    ids = torch.zeros(rows, prompt_width + completion_width, dtype=torch.long)
-    mask = torch.zeros_like(ids)
-    for r in range(rows):
-        p = rng.randint(1, prompt_width)
-        c = 0 if rng.random() < 0.1 else rng.randint(1, completion_width)
-        span = slice(prompt_width - p, prompt_width + c)
-        mask[r, span] = 1
-        ids[r, span] = torch.tensor([rng.randint(5, 60) for _ in range(p + c)])
-    return ids, mask
+from tests.support.grpo_batches import grouped_batch, grpo_trainer, padded_batch
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -103,49 +90,6 @@ def test_absolute_position_models_stay_on_the_padded_forward():
     assert not trimmable(GPT2LMHeadModel(config))
 
 
-def grouped_batch(seed: int, prompts: int, group: int, prompt_width: int, completion_width: int):
-    """``padded_batch`` with every prompt repeated for ``group`` completions, as GRPO samples."""
-    ids, mask = padded_batch(seed, prompts * group, prompt_width, completion_width)
-    first = torch.arange(prompts).repeat_interleave(group) * group
-    ids[:, :prompt_width] = ids[first, :prompt_width]
-    mask[:, :prompt_width] = mask[first, :prompt_width]
-    mask[:, prompt_width - 1] = 1  # every prompt at least one token long, as in TRL
-    ids[:, prompt_width - 1] = ids[first, prompt_width - 1].clamp(min=5)
-    return ids, mask
-
-
-def grpo_trainer(model_dir, out, rows: int, completion_width: int, trim: bool, share: bool):
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from datasets import Dataset
-    from transformers import AutoModelForCausalLM
-    from trl import GRPOConfig
-
-    from rlvr.training.grpo import RLVRGRPOTrainer
-
-    trainer = RLVRGRPOTrainer(
-        model=AutoModelForCausalLM.from_pretrained(model_dir).double(),
-        processing_class=tiny_model.build_tokenizer(),
-        reward_funcs=[lambda completions, **kwargs: [0.0] * len(completions)],
-        args=GRPOConfig(
-            output_dir=str(out),
-            per_device_train_batch_size=rows,
-            num_generations=4,
-            max_completion_length=completion_width,
-            beta=0.0,
-            report_to=[],
-            use_cpu=True,
-            save_strategy="no",
-            seed=0,
-        ),  # fmt: skip
-        train_dataset=Dataset.from_list([{"prompt": "Compute 1+2."}] * rows),
-        trim_padding=trim,
-        share_prompts=share,
-    )
-    trainer.model.train()
-    trainer.current_gradient_accumulation_steps = 1  # set by the training loop
-    return trainer
-
-
 def test_the_grpo_loss_and_gradient_are_unchanged_by_trimming_and_shared_prompts(
     tiny_model_dir, tmp_path
 ):
@@ -208,3 +152,38 @@ def test_group_ids_find_the_same_distinct_prompts_as_comparing_columns():
     assert len(by_ids) == len(by_columns) == len(torch.unique(groups[rows]))
     assert torch.equal(by_ids[ids_index], prompts[rows])
     assert torch.equal(by_columns[columns_index], prompts[rows])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sharding", ["fsdp2", "ddp"])
+def test_two_ranks_planning_different_chunk_counts_get_trls_loss_and_gradient(
+    sharding, tiny_model_dir, rlvr_cache, tmp_path
+):
+    """Two real processes (gloo), the model prepared by accelerate: FSDP2 (through
+    ``tests.support.fsdp_on_cpu``) or DDP. One rank's batch is one chunk, the other's several;
+    both ranks run as many forwards (stand-ins make up the difference), and the loss and the
+    gathered gradient equal TRL's padded forward's on each rank."""
+    from test_gpu_configs import free_port
+    from test_multiprocess import launch_env
+
+    repo = Path(__file__).resolve().parents[1]
+    wrapper = ["-m", "tests.support.fsdp_on_cpu"] if sharding == "fsdp2" else []
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+           str(repo / "conf/accelerate/cpu_fsdp2.yaml"), "--num_processes", "2",
+           "--num_machines", "1", "--machine_rank", "0", "--main_process_ip", "127.0.0.1",
+           "--main_process_port", str(free_port()), "--rdzv_backend", "static",
+           "--mixed_precision", "no", *wrapper, *([] if wrapper else ["-m"]),
+           "tests.support.lean_two_ranks", str(tiny_model_dir), str(tmp_path)]  # fmt: skip
+    done = subprocess.run(cmd, cwd=repo, env=launch_env(rlvr_cache),
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    ranks = torch.load(tmp_path / "result.pt", weights_only=False)
+    assert [r["chunks"] for r in ranks] == [1, 2]  # the ranks' own plans differ
+    assert [r["lean"]["forwards"] for r in ranks] == [2, 2]  # one stand-in on rank 0
+    assert [r["trl"]["forwards"] for r in ranks] == [1, 1]
+    for r in ranks:
+        assert r["trl"]["grads"][0].dtype == torch.float64
+        torch.testing.assert_close(r["lean"]["loss"], r["trl"]["loss"], atol=1e-9, rtol=1e-7)
+        for a, b in zip(r["lean"]["grads"], r["trl"]["grads"], strict=True):
+            assert (a - b).norm() <= 1e-5 * b.norm()
+        assert any(g.norm() > 0 for g in r["trl"]["grads"])

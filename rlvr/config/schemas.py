@@ -221,11 +221,12 @@ class TrainerConfig:
     # the sampler (measured on 2 cores: steps 5-10% slower with it).
     score_ahead: bool | None = None
     # The policy's log-prob forward in length-sorted chunks cut to the columns their rows use
-    # (rlvr.lean_forward.trimmed): same log-probs, no padding to the batch's longest row. Single
-    # process, rotary models; false: TRL's one padded forward.
+    # (rlvr.lean_forward.trimmed): same log-probs, no padding to the batch's longest row. Rotary
+    # models; with several processes the ranks pad to one chunk count; false: TRL's padded forward.
     trim_padding: bool = True
     # Each distinct prompt of a batch encoded once in that forward, its KV cache shared by the
-    # completions sampled from it (rlvr.lean_forward.shared_prompt). Single process, no gradient checkpointing.
+    # completions sampled from it (rlvr.lean_forward.shared_prompt). One process, no gradient
+    # checkpointing (off otherwise, with a log line).
     share_prompts: bool = True
     log_completions: bool = True
     num_completions_to_print: int = 0

@@ -12,6 +12,12 @@ every position of a row by the same amount and changes no attention score. Model
 position embeddings would see different positions; ``trimmable`` keeps them on TRL's path.
 ``LeanForward`` is what the trainer calls: these chunks, each scored with its distinct prompts
 encoded once (``rlvr.lean_forward.shared_prompt``).
+
+Across ranks (FSDP2, DDP) every forward is a collective (FSDP's parameter gathers, DDP's buffer
+broadcast), so every rank must run as many forwards as the others. Each rank plans its own
+chunks, the ranks agree on the largest count, and a rank with fewer runs stand-in forwards (two
+columns of one row) whose output enters the result times zero: the same values, but every
+stand-in's backward runs too, so the gradient reductions also match in number and order.
 """
 
 from __future__ import annotations
@@ -115,13 +121,17 @@ def chunked_logps(
     max_rows: int | None = None,
     overhead_tokens: int = CHUNK_OVERHEAD_TOKENS["cpu"],
     groups: torch.Tensor | None = None,
+    most_chunks: Callable[[int], int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None, list]:
     """``forward`` over each chunk of ``plan_chunks``; per-token log-probs and entropies put
     back in the batch's row order and padded to ``logits_to_keep`` columns with zeros (those
     positions are padding, masked by the loss). Also returns each chunk's third output.
-    ``forward`` receives each chunk's rows' ``groups`` (None without groups)."""
+    ``forward`` receives each chunk's rows' ``groups`` (None without groups).
+    ``most_chunks``: this rank's chunk count -> the largest over all ranks (several processes);
+    the difference is made up with stand-in forwards that add exactly zero."""
     prompt_width = input_ids.size(1) - logits_to_keep
     chunks = plan_chunks(attention_mask, prompt_width, max_rows, overhead_tokens, groups)
+    stand_ins = most_chunks(len(chunks)) - len(chunks) if most_chunks else 0
     logps, entropies, extras = [], [], []
     for chunk in chunks:
         ids = input_ids[chunk.rows, chunk.start : chunk.stop]
@@ -136,7 +146,19 @@ def chunked_logps(
     inverse = torch.argsort(torch.cat([c.rows for c in chunks]))
     all_logps = torch.cat(logps)[inverse]
     all_entropies = torch.cat(entropies)[inverse] if entropies else None
+    if stand_ins:
+        all_logps = all_logps + 0.0 * _stand_in_sum(forward, input_ids, prompt_width, stand_ins)
     return all_logps, all_entropies, extras
+
+
+def _stand_in_sum(
+    forward: Forward, input_ids: torch.Tensor, prompt_width: int, count: int
+) -> torch.Tensor:
+    """The summed log-probs of ``count`` forwards over the batch's first row's last prompt
+    column and first completion column, unmasked (finite: times zero it stays zero)."""
+    ids = input_ids[:1, prompt_width - 1 : prompt_width + 1]
+    mask = torch.ones_like(ids)
+    return sum(forward(ids, mask, 1, None)[0].sum() for _ in range(count))
 
 
 @dataclass(frozen=True)
@@ -148,6 +170,7 @@ class LeanForward:
     trim: bool
     share: bool
     autocast: Callable[[], AbstractContextManager]
+    most_chunks: Callable[[int], int] | None = None  # several ranks: agree on a chunk count
 
     def __call__(
         self,
@@ -176,7 +199,7 @@ class LeanForward:
             groups = torch.unique(prompts, dim=0, return_inverse=True)[1] if share else None
             logps, entropies, _ = chunked_logps(
                 forward, input_ids, attention_mask, logits_to_keep, batch_size,
-                CHUNK_OVERHEAD_TOKENS[device], groups,
+                CHUNK_OVERHEAD_TOKENS[device], groups, self.most_chunks,
             )  # fmt: skip
             return logps, entropies, None
         size = batch_size or input_ids.size(0)  # TRL's own chunks, in order, untrimmed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from rlvr.config import ConfigError
 from rlvr.rewards.bridge import bridge_scores
 from rlvr.rollouts import unsupported as sampler_unsupported
 from rlvr.runs.folders import DataIdLog
+
+logger = logging.getLogger(__name__)
 
 
 class RLVRGRPOTrainer(GRPOTrainer):
@@ -61,15 +64,29 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self.score_ahead = score_ahead
 
     def _build_lean_forward(self, trim: bool, share: bool):
-        """The cheaper log-prob forward (``rlvr.lean_forward.trimmed``), or None for TRL's: it needs
-        one process (ranks running different numbers of chunk forwards would desynchronise
-        FSDP's and DDP's collectives), and trimming needs a rotary model."""
+        """The cheaper log-prob forward (``rlvr.lean_forward.trimmed``), or None for TRL's.
+        Trimming needs a rotary model. With several processes the ranks agree on a chunk count
+        (FSDP's and DDP's collectives need equal forwards) and prompts are not shared: a shared
+        prompt's cache ties a chunk's forwards into one graph whose shape depends on the data,
+        so ranks could run their backward's gathers in different orders."""
         from rlvr.lean_forward.trimmed import LeanForward, trimmable
 
-        if self.accelerator.num_processes > 1:
-            return None
         trim = trim and trimmable(self.model)
-        return LeanForward(trim, share, self.accelerator.autocast) if trim or share else None
+        most_chunks = None
+        if self.accelerator.num_processes > 1:
+            if share:
+                logger.info("share_prompts is off with %d processes: trimmed chunks only",
+                            self.accelerator.num_processes)  # fmt: skip
+            share, most_chunks = False, self._most_over_ranks
+        if not (trim or share):
+            return None
+        return LeanForward(trim, share, self.accelerator.autocast, most_chunks)
+
+    def _most_over_ranks(self, count: int) -> int:
+        import torch
+
+        counts = self.accelerator.gather(torch.tensor([count], device=self.accelerator.device))
+        return int(counts.max())
 
     def _get_train_sampler(self, dataset=None):
         if self._sampler_factory is None:
