@@ -151,3 +151,25 @@ def agent_sft_checkpoint(rlvr_cache) -> Path:
 
     with FileLock(str(rlvr_cache / "agent-sft.lock")):
         return load_script("bench_episodes").agent_model(rlvr_cache)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory) -> Path:
+    """A real one-node SLURM cluster for the session (``scripts/local_slurm.py``: munged,
+    slurmctld, slurmd in a temporary folder), with ``SLURM_CONF`` set for its clients; the
+    daemons it started, and only those, are stopped at the end."""
+    from _requirements import missing
+    from script_loader import load_script
+
+    local = load_script("local_slurm")
+    if absent := local.missing_programs():
+        missing(f"SLURM ({', '.join(absent)}): apt-get install slurm-wlm munge")
+    folder = tmp_path_factory.mktemp("slurm")
+    before = os.environ.get("SLURM_CONF")
+    os.environ.update(local.start(folder))
+    yield folder
+    local.stop(folder)
+    if before is None:
+        os.environ.pop("SLURM_CONF", None)
+    else:
+        os.environ["SLURM_CONF"] = before

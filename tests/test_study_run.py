@@ -200,8 +200,10 @@ def test_a_missing_input_names_the_stage_that_makes_it(tmp_path):
 def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command(
     tmp_path, monkeypatch
 ):
-    """submitit's real SLURM executor against a stand-in ``sbatch`` that records what it gets
-    (no cluster here): every stage is submitted at once, each with afterok on its inputs."""
+    """submitit's real SLURM executor against a stand-in ``sbatch`` that records what it gets:
+    the GPU study's scripts (8 GPUs per node, a GPU partition, none for a merge), which the
+    one-node CPU cluster of tests/test_slurm.py cannot run. Dependencies, failures, requeue and
+    following jobs after the driver died are tested there, on real daemons."""
     import pickle
 
     from rlvr.study.__main__ import plan

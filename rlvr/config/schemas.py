@@ -350,6 +350,7 @@ class StudyConfig:
     out_dir: str | None = None  # None: <paths.output_root>/<experiment>
     dry_run: bool = False  # print the plan and stop
     force: bool = False  # accept a folder that holds a different plan's outputs
+    cancel: bool = False  # scancel the SLURM jobs the study folder's study.json lists, and stop
     poll_s: float = 1.0  # how often the launcher checks its stages
 
 

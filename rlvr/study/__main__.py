@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, validate
 from rlvr.planning import StagePlan, assumptions, check_fits, format_plan
+from rlvr.study import slurm
 from rlvr.study.commands import (
     accelerate_layout,
     command,
@@ -122,7 +123,14 @@ def run_study(argv: list[str]) -> int:
     if s.dry_run:
         return 0
     lock = _lock(root)
+    if s.cancel:
+        cancelled = slurm.cancel_study(root)
+        sys.stdout.write(
+            f"cancelled {len(cancelled)} SLURM jobs of {root}: {' '.join(cancelled) or '-'}\n"
+        )
+        return 0
     reconciled = reconcile(root, stages, hashes, s.force)
+    submitted = slurm.submitted_jobs(root)  # what a driver that died left queued or running
     summary = {"experiment": run.experiment, "argv": argv, "launcher": s.launcher, **vars(s),
                "environment": environment()}  # fmt: skip
     manifest = Manifest.create(root, summary, stages, hashes, commands)
@@ -135,9 +143,15 @@ def run_study(argv: list[str]) -> int:
         for st in stages
     }  # fmt: skip
     sys.stdout.write(f"study {run.experiment}: {len(stages)} stages in {root} ({launcher.name})\n")
+    follow = (
+        slurm.still_running(submitted, hashes, reconciled.reuse) if s.launcher == "slurm" else {}
+    )
+    if follow:
+        sys.stdout.write(f"following {len(follow)} SLURM jobs an earlier run submitted: "
+                         f"{', '.join(f'{n} ({j})' for n, j in follow.items())}\n")  # fmt: skip
     status = run_stages(
         stages, jobs, launcher, manifest, reconciled.reuse, reconciled.stale,
-        Progress(stages), s.poll_s,
+        Progress(stages), s.poll_s, {n: launcher.attach(j) for n, j in follow.items()},
     )  # fmt: skip
     sys.stdout.write("\n" + closing_screen(root, stages, status, manifest.entries) + "\n")
     lock.close()

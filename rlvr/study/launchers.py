@@ -12,7 +12,8 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -86,7 +87,10 @@ class StageJob:
             return self._run(argv, self.log.with_suffix(f".node{node}.log"))
         self.prepare()
         started = time.time()
-        code = self._run(argv, self.log)
+        with _held_on_sigterm() as stopping:
+            code = self._run(argv, self.log)
+            if stopping:  # SLURM is ending the job (requeue, cancel, preemption): report
+                time.sleep(3600)  # nothing, so no failure reaches the study; SIGKILL follows
         return int(self.finish(code, time.time() - started)["returncode"])
 
     def _run(self, argv: list[str], log: Path) -> int:
@@ -102,6 +106,21 @@ class StageJob:
         from submitit.helpers import DelayedSubmission
 
         return DelayedSubmission(self, *args, **kwargs)
+
+
+@contextmanager
+def _held_on_sigterm() -> Iterator[list[int]]:
+    """Inside a SLURM job, note SIGTERM (SLURM's first word when it ends a job) instead of
+    dying; the list becomes non-empty once it came. Elsewhere a no-op."""
+    if "SLURM_JOB_ID" not in os.environ:
+        yield []
+        return
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _die_with_parent() -> None:
@@ -123,6 +142,8 @@ class Launcher(Protocol):
     def poll(self, handle: Any) -> int | None: ...
 
     def cancel(self, handle: Any) -> None: ...
+
+    def states(self, job_ids: Sequence[str]) -> dict[str, str]: ...  # the cluster's words
 
 
 class LocalLauncher:
@@ -148,6 +169,9 @@ class LocalLauncher:
     def cancel(self, handle: subprocess.Popen) -> None:
         if handle.poll() is None:
             stop_tree(handle, grace_s=20)
+
+    def states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        return {}
 
 
 def stop_tree(handle: subprocess.Popen, grace_s: float) -> None:
@@ -199,7 +223,9 @@ CONSTRUCTOR_PARAMS = (
 class SubmititLauncher:
     """submitit jobs: ``cluster="local"`` runs them as local processes (dependencies held back
     by the study until their inputs are done); ``cluster="slurm"`` submits every stage at once
-    with ``afterok`` dependencies and lets SLURM order them."""
+    with ``afterok`` dependencies and lets SLURM order them. On SLURM a job is finished when
+    submitit's result file appears, or failed when SLURM reports it ended without one
+    (``squeue``/``sacct``, ``rlvr.study.slurm``): a cancelled, timed-out or lost job."""
 
     def __init__(
         self,
@@ -219,6 +245,9 @@ class SubmititLauncher:
         self.params = dict(params)
         self.by_kind = {k: dict(v) for k, v in (by_kind or {}).items()}
         self._submitit = submitit
+        self._states: dict[str, str] = {}  # job id -> SLURM state, refreshed by poll
+        self._checked = 0.0
+        self._ended_without_result: dict[str, float] = {}  # job id -> when first seen so
 
     def start(self, job: StageJob, deps: Sequence[Any]) -> Any:
         kind = self.by_kind.get(job.stage.kind, {})
@@ -233,18 +262,55 @@ class SubmititLauncher:
             extra["dependency"] = "afterok:" + ":".join(str(d.job_id) for d in deps)
             params["slurm_additional_parameters"] = extra
         executor.update_parameters(**params)
-        return executor.submit(job)
+        handle = executor.submit(job)
+        self._states[str(handle.job_id)] = "PENDING"
+        return handle
+
+    def attach(self, job_id: str) -> Any:
+        """A SLURM job an earlier driver submitted, followed instead of submitted again."""
+        handle = self._submitit.SlurmJob(folder=self.folder / "%j", job_id=str(job_id))
+        self._states[str(job_id)] = "PENDING"
+        return handle
 
     def poll(self, handle: Any) -> int | None:
-        if not handle.done():
+        if self.cluster == "slurm":
+            if not handle.paths.result_pickle.exists():
+                return self._ended_badly(str(handle.job_id))
+        elif not handle.done():
             return None
         try:
             return int(handle.result())
         except Exception:  # noqa: BLE001  (the job's own error is in its submitit log)
             return -1
 
+    def _ended_badly(self, job_id: str) -> int | None:
+        """-1 once SLURM says the job ended without a result (failed, cancelled, timed out,
+        or completed with no result file after a grace for slow file systems); else None."""
+        from rlvr.study import slurm
+
+        if time.monotonic() - self._checked > 2:  # one squeue call for all jobs per round
+            live = [j for j, s in self._states.items() if s not in slurm.FAILED]
+            self._states.update(slurm.job_states(live))
+            self._checked = time.monotonic()
+        state = self._states.get(job_id, "")
+        if state in slurm.FAILED:
+            return -1
+        if state == "COMPLETED":
+            first = self._ended_without_result.setdefault(job_id, time.monotonic())
+            return -1 if time.monotonic() - first > 30 else None
+        return None
+
     def cancel(self, handle: Any) -> None:
         handle.cancel(check=False)
+
+    def states(self, job_ids: Sequence[str]) -> dict[str, str]:
+        if self.cluster != "slurm":
+            return {}
+        from rlvr.study import slurm
+
+        found = slurm.job_states(job_ids)
+        self._states.update(found)
+        return found
 
 
 def make_launcher(

@@ -22,7 +22,7 @@ from rlvr.study.plan import Stage
 MANIFEST = "study.json"
 MARKERS = ".stages"
 LOGS = "logs"
-FACTS = ("start", "end", "wall_s", "device_s", "returncode")
+FACTS = ("start", "end", "wall_s", "device_s", "returncode", "job_id", "slurm_state")
 
 
 def marker_path(root: Path, name: str) -> Path:
@@ -33,7 +33,7 @@ def log_path(root: Path, name: str) -> Path:
     return root / LOGS / f"{name}.log"
 
 
-def _write_json(path: Path, payload: Any) -> None:
+def write_json(path: Path, payload: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(payload, indent=2, default=str))
@@ -58,12 +58,12 @@ def mark_done(root: Path, stage: Stage, config_hash: str, facts: Mapping[str, An
             f"stage {stage.name} exited 0 but its outputs are incomplete: "
             f"{', '.join(str(p) for p in missing)}"
         )
-    _write_json(marker_path(root, stage.name), {"hash": config_hash, **facts})
+    write_json(marker_path(root, stage.name), {"hash": config_hash, **facts})
 
 
 def mark_started(root: Path, stage: Stage, config_hash: str) -> None:
     """Which config the stage's (possibly partial) outputs come from: a resume must match it."""
-    _write_json(root / MARKERS / f"{stage.name}.started.json", {"hash": config_hash})
+    write_json(root / MARKERS / f"{stage.name}.started.json", {"hash": config_hash})
 
 
 def started_hash(root: Path, stage: Stage) -> str | None:
@@ -173,4 +173,4 @@ class Manifest:
 
     def save(self) -> None:
         payload = {"plan": self.plan, "updated": time.time(), "stages": self.entries}
-        _write_json(self.root / MANIFEST, payload)
+        write_json(self.root / MANIFEST, payload)

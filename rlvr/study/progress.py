@@ -130,8 +130,19 @@ def closing_screen(
                 continue
             log = log_path(root, s.name)
             tail = log.read_text(errors="replace").splitlines()[-8:] if log.is_file() else []
-            lines.append(f"FAILED {s.name} (exit status {entry.get('returncode')}); log: {log}")
+            job = entry.get("job_id")
+            cluster = (
+                f"SLURM job {job} {entry['slurm_state']}, " if entry.get("slurm_state") else ""
+            )
+            lines.append(
+                f"FAILED {s.name} ({cluster}exit status {entry.get('returncode')}); log: {log}"
+            )
             lines += ["    " + t for t in tail]
+            if (
+                cluster
+                and (job_log := root / ".submitit" / str(job) / f"{job}_0_log.err").is_file()
+            ):
+                lines.append(f"    the job's own log (submitit, SLURM): {job_log}")
     if blocked := [s.name for s in stages if status.get(s.name) == "blocked"]:
         lines.append(f"not run (an input stage failed): {', '.join(blocked)}")
     counts = {k: sum(v == k for v in status.values()) for k in dict.fromkeys(status.values())}

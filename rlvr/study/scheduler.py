@@ -36,8 +36,10 @@ def run_stages(
     stale: Mapping[str, str],
     progress: Progress,
     poll_s: float = 1.0,
+    attached: Mapping[str, Any] | None = None,
 ) -> dict[str, str]:
-    """Every stage to a final status; returns name -> status."""
+    """Every stage to a final status; returns name -> status. ``attached``: stage name ->
+    handle of a job an earlier driver submitted that still runs (followed, not restarted)."""
     status = {s.name: ("skipped" if s.name in reuse else "pending") for s in stages}
     for s in stages:
         if s.name in stale:
@@ -45,9 +47,14 @@ def run_stages(
             invalidate(manifest.root, s)
         if status[s.name] == "skipped":
             manifest.entries[s.name]["status"] = "skipped"
-    manifest.save()
     running: dict[str, tuple[Any, float]] = {}
+    for name, handle in (attached or {}).items():
+        running[name] = (handle, manifest.entries[name].get("start") or time.time())
+        status[name] = "running"
+        manifest.entries[name]["status"] = "running"
+    manifest.save()
     start_order = sorted(stages, key=lambda s: -s.work)  # largest first; ties in plan order
+    by_name = {s.name: s for s in stages}
     previous = {signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
 
     def stop(signum, frame):  # noqa: ARG001
@@ -59,6 +66,8 @@ def run_stages(
             _block_dependents(stages, status, running, launcher, manifest)
             _start_ready(start_order, status, running, jobs, launcher, manifest)
             for name, (handle, started) in list(running.items()):
+                if any(status[d] in STOPPED for d in by_name[name].deps):
+                    continue  # blocked below, whatever its job says
                 code = launcher.poll(handle)
                 if code is not None:
                     del running[name]
@@ -76,8 +85,29 @@ def run_stages(
         raise Interrupted("stopped; rerun the same command to resume") from None
     finally:
         signal.signal(signal.SIGTERM, previous[signal.SIGTERM])
+    _record_cluster_states(launcher, manifest)
     progress.render(status, {}, final=True)
     return status
+
+
+def _record_cluster_states(launcher: Launcher, manifest: Manifest, wait_s: float = 15) -> None:
+    """Every job's final state in ``study.json`` (a job is still ending for a moment after its
+    result is written, so states that are not final yet are asked again for a few seconds)."""
+    from rlvr.study.slurm import ACTIVE
+
+    ids = {n: str(e["job_id"]) for n, e in manifest.entries.items() if e.get("job_id")}
+    deadline = time.monotonic() + wait_s
+    while ids:
+        states = launcher.states(list(ids.values()))
+        if not states:
+            return
+        for name, job in ids.items():
+            if job in states:
+                manifest.entries[name]["slurm_state"] = states[job]
+        if not any(s in ACTIVE for s in states.values()) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    manifest.save()
 
 
 def _ready(stage: Stage, status: Mapping[str, str], launcher: Launcher) -> bool:
@@ -101,7 +131,7 @@ def _start_ready(stages, status, running, jobs, launcher: Launcher, manifest: Ma
             return
         if not launcher.submits_ahead and stage.exclusive and running:
             continue
-        if missing := _missing_input(stage, by_name):
+        if missing := _missing_input(stage, by_name, status):
             status[stage.name] = "failed"
             manifest.update(stage.name, status="failed", returncode=None, error=missing)
             continue
@@ -109,13 +139,20 @@ def _start_ready(stages, status, running, jobs, launcher: Launcher, manifest: Ma
         handle = launcher.start(jobs[stage.name], deps)
         running[stage.name] = (handle, time.time())
         status[stage.name] = "running"
-        manifest.update(stage.name, status="running", start=time.time(), end=None)
+        job_id = getattr(handle, "job_id", None)  # SLURM's (a rerun follows it) or a pid
+        manifest.update(
+            stage.name, status="running", start=time.time(), end=None, job_id=job_id,
+            slurm_state=None,
+        )  # fmt: skip
 
 
-def _missing_input(stage: Stage, by_name: Mapping[str, Stage]) -> str | None:
-    """A finished input whose outputs are gone (deleted by hand): name the stage that makes it."""
+def _missing_input(stage: Stage, by_name: Mapping[str, Stage], status) -> str | None:
+    """A finished input whose outputs are gone (deleted by hand): name the stage that makes it.
+    Inputs still running (submitted ahead on SLURM) have not made theirs yet."""
     for dep in stage.deps:
-        if dep in by_name and (missing := missing_outputs(by_name[dep])):
+        if dep not in by_name or status[dep] not in FINISHED:
+            continue
+        if missing := missing_outputs(by_name[dep]):
             return (
                 f"input {missing[0]} is missing; stage {dep} makes it: rerun the study "
                 f"command and {dep} runs again"
