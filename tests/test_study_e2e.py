@@ -121,3 +121,45 @@ def test_sigkill_during_an_expert_then_rerun_gives_the_same_tables(reference, tm
     assert {e["status"] for e in final.values()} == {"skipped"}
     assert all(e["wall_s"] and e["device_s"] for e in final.values())  # facts kept on reuse
     assert "14 skipped" in again.stdout
+
+
+def test_on_slurm_a_requeued_job_resumes_and_a_killed_driver_is_followed(
+    reference, tmp_path, slurm_cluster
+):
+    """Every stage a real SLURM job, submitted at once with afterok dependencies. During the
+    math expert's training its job is requeued (``scontrol requeue``, as preemption does) and
+    the driver is killed with SIGKILL: the jobs keep running, the rerun follows them instead
+    of submitting again, the requeued job resumed from its newest complete checkpoint, and the
+    tables equal the uninterrupted study's."""
+    from rlvr.study import slurm
+
+    out = tmp_path / "study"
+    expert = out / "experts" / "math-seed0"
+    proc = subprocess.Popen(study_cmd(out, "study.launcher=slurm"), cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.time() + 900
+    while latest_complete_checkpoint(expert / "checkpoints") is None:
+        assert proc.poll() is None, "the study ended before the expert saved a checkpoint"
+        assert time.time() < deadline
+        time.sleep(0.1)
+    submitted = json.loads((out / "study.json").read_text())["stages"]
+    assert all(e["job_id"] for e in submitted.values())  # all at once: SLURM orders them
+    job = str(submitted["expert-math-seed0"]["job_id"])
+    subprocess.run(["scontrol", "requeue", job], check=True, capture_output=True)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (expert / "final" / "config.json").exists(), "requeued too late to test resume"
+    states = slurm.job_states(str(e["job_id"]) for e in submitted.values())
+    assert slurm.ACTIVE & set(states.values()), states  # the jobs outlived their driver
+
+    result = run_study(out, "study.launcher=slurm")
+    assert "following" in result.stdout and "SLURM jobs an earlier run submitted" in result.stdout
+    final = json.loads((out / "study.json").read_text())["stages"]
+    assert {n: str(e["job_id"]) for n, e in final.items()} == {
+        n: str(e["job_id"]) for n, e in submitted.items()
+    }  # nothing submitted twice
+    assert {e["slurm_state"] for e in final.values()} == {"COMPLETED"}
+    log = (out / "logs" / "expert-math-seed0.log").read_text()
+    assert "resuming from" in log and "checkpoint-" in log
+    for table in TABLES:
+        assert (out / "report" / table).read_text() == (reference / "report" / table).read_text()
