@@ -71,7 +71,6 @@ def test_a_failed_or_cancelled_job_stops_only_its_dependents(slurm_cluster, tmp_
         wait_for(lambda: slurm.job_states([job]).get(job) == "RUNNING", what="f running")
         subprocess.run(["scancel", job], check=True)
 
-
     canceller = threading.Thread(target=cancel_f_once_running)
     canceller.start()
     status, manifest = run(root, jobs, launcher)
@@ -94,7 +93,7 @@ def test_study_cancel_scancels_the_jobs_the_folder_lists(slurm_cluster, tmp_path
     root = tmp_path / "study"
     jobs = [fake_stage(root, "long", seconds=300), fake_stage(root, "after", deps=["long"])]
     stages = [j.stage for j in jobs]
-    manifest = Manifest.create(root, {}, stages, {s.name: "h" for s in stages},
+    manifest = Manifest.create(root, {"launcher": "slurm"}, stages, {s.name: "h" for s in stages},
                                {j.stage.name: j.argv for j in jobs})  # fmt: skip
     launcher = SubmititLauncher(root, "slurm", 1, {}, {})
     first = launcher.start(jobs[0], [])

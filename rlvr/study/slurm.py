@@ -65,7 +65,10 @@ def cancel(job_ids: Iterable[str]) -> list[str]:
 def submitted_jobs(root: Path) -> dict[str, tuple[str, str]]:
     """stage -> (job id, config hash) of every stage ``study.json`` says is running: what a
     driver that died left behind (one stopped by SIGTERM or Ctrl-C cancelled its jobs)."""
-    stages = (read_json(root / MANIFEST) or {}).get("stages", {})
+    manifest = read_json(root / MANIFEST) or {}
+    if manifest.get("plan", {}).get("launcher") != "slurm":  # job ids of local runs are pids
+        return {}
+    stages = manifest.get("stages", {})
     return {
         name: (str(e["job_id"]), e.get("config_hash"))
         for name, e in stages.items()
