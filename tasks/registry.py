@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import gzip
 import importlib.util
-import json
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tasks.files import TASK_FILES_ENV, parse_task_files, read_files, read_json_records
 from tasks.quality import QualityLog, SkipRow, dedup, reference_parses, require_columns
 from tasks.schema import COLUMNS, RowError, check_domain, make_row
 
@@ -85,6 +84,8 @@ class TaskSpec:
     local_file: str | None = None  # relative to the shared data folder; read offline
     hub_id: str | None = None  # datasets.load_dataset name, used only when asked
     hub_config: str | None = None
+    hub_revision: str | None = None  # Hub commit the task reads (None: the default branch)
+    hub_read: Reader | None = None  # custom Hub loader (several configs, raw files)
     required_columns: tuple[str, ...] = ()
     keep: Callable[[Mapping[str, Any], str], bool] | None = None  # (row, split) -> keep?
     read: Reader | None = None  # custom source (generators, other modules' loaders)
@@ -141,48 +142,47 @@ def _available(spec: TaskSpec) -> bool:
     return spec.needs is None or importlib.util.find_spec(spec.needs) is not None
 
 
-def read_json_records(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of a JSON Lines file (optionally gzipped) or of a JSON array file."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        text = fh.read()
-    if text.lstrip().startswith("["):
-        yield from json.loads(text)
-        return
-    for line in text.splitlines():
-        if line.strip():
-            yield json.loads(line)
+_read_files = read_files  # the name other modules import
 
 
-def _read_files(files: Sequence[str]) -> Iterator[Mapping[str, Any]]:
-    for name in files:
-        path = Path(name)
-        if path.suffix == ".parquet":
-            import datasets
-
-            yield from datasets.load_dataset("parquet", data_files=str(path), split="train")
-        else:
-            yield from read_json_records(path)
-
-
-def _read_hub(spec: TaskSpec, split: str) -> Iterable[Mapping[str, Any]]:
+def _read_hub(spec: TaskSpec, req: LoadRequest) -> Iterable[Mapping[str, Any]]:
     import datasets
 
+    at = f" at revision {spec.hub_revision}" if spec.hub_revision else ""
     try:
-        return datasets.load_dataset(spec.hub_id, spec.hub_config, split=split)
+        if spec.hub_read is not None:
+            return spec.hub_read(req, spec)
+        return datasets.load_dataset(
+            spec.hub_id, spec.hub_config, split=req.split, revision=spec.hub_revision
+        )
     except Exception as exc:
         raise RuntimeError(
-            f"task {spec.name!r}: could not load {spec.hub_id!r} split {split!r} from the Hub "
-            f"({type(exc).__name__}: {exc}); pass data_files=[...] to read local copies"
+            f"task {spec.name!r}: could not load {spec.hub_id!r} split {req.split!r}{at} from "
+            f"the Hub ({type(exc).__name__}: {exc}); read a local copy instead: "
+            f"{TASK_FILES_ENV}='{spec.name}=<file>' or data_files=[...]"
         ) from exc
 
 
+def task_files_from_env(name: str) -> tuple[str, ...]:
+    """The local copies ``$RLVR_TASK_FILES`` names for task ``name`` (none: empty).
+
+    An unknown task name or a missing file fails here, before anything loads.
+    """
+    found = parse_task_files()
+    for task in found:
+        get_task(task)
+    for path in found.get(name, ()):
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"{TASK_FILES_ENV}: {name}'s local copy {path} not found")
+    return found.get(name, ())
+
+
 def read_source(spec: TaskSpec, req: LoadRequest) -> Iterable[Mapping[str, Any]]:
-    """Raw source rows: custom reader, local override, shared-data file, then the Hub."""
+    """Raw source rows: custom reader, local copies, shared-data file, then the Hub."""
     if spec.read is not None:
         return spec.read(req, spec)
     if req.data_files:
-        return _read_files(req.data_files)
+        return read_files(req.data_files)
     if spec.local_file:
         path = req.data_dir / spec.local_file
         if path.is_file():
@@ -193,7 +193,7 @@ def read_source(spec: TaskSpec, req: LoadRequest) -> Iterable[Mapping[str, Any]]
                 "data folder or pass data_dir="
             )
     if spec.hub_id:
-        return _read_hub(spec, req.split)
+        return _read_hub(spec, req)
     raise ValueError(f"task {spec.name!r} names no local file, Hub id or reader")
 
 
@@ -211,9 +211,11 @@ def load_task_rows(
 
     ``seed`` reaches custom readers (procedural generators); file sources keep their order,
     shuffling is the mixture's job. Drops and duplicates are counted in ``quality``.
+    Local copies: ``data_files``, else the ones ``$RLVR_TASK_FILES`` names for this task.
     """
     spec = get_task(name)
     files = (data_files,) if isinstance(data_files, str) else tuple(data_files or ())
+    files = files or task_files_from_env(spec.name)
     req = LoadRequest(split or spec.split, limit, shared_data_dir(data_dir), seed, files)
     source = f"{spec.name}/{req.split}"
     own_log = quality is None
