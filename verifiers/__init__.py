@@ -17,6 +17,7 @@ from verifiers.verdict import Status, Verdict
 # Built-in verifiers: one import line per module, each module calls register() at import.
 from verifiers import math_answer  # noqa: E402,F401  isort: skip
 from verifiers import science  # noqa: E402,F401  isort: skip
+from verifiers import exact_match  # noqa: E402,F401  isort: skip
 from verifiers import ifeval  # noqa: E402,F401  isort: skip
 from verifiers import tool_calls  # noqa: E402,F401  isort: skip
 from verifiers.code import verifier as _code  # noqa: E402,F401  isort: skip
