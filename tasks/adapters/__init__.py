@@ -4,6 +4,7 @@ from tasks.adapters import (  # noqa: F401  each module calls register_task() at
     agent,
     code,
     instruction,
+    livecodebench,
     math,
     nemotron_blend,
     rows,

@@ -1,8 +1,7 @@
-"""Code adapters: HumanEval, MBPP, LeetCode contests, LiveCodeBench, TACO and APPS."""
+"""Code adapters: HumanEval, MBPP, LeetCode contests, TACO and APPS (LiveCodeBench: its own module)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -73,7 +72,8 @@ def io_reference(io: Any, fn_name: str | None = None) -> dict[str, Any]:
     return {"style": "call", "fn_name": fn_name, "class_name": "Solution", "cases": cases}
 
 
-def _question(raw: Mapping[str, Any], ctx: RowContext, field: str) -> tuple[str, str]:
+def question_and_format(raw: Mapping[str, Any], ctx: RowContext, field: str) -> tuple[str, str]:
+    """The problem text (with its starter code, if any) and the prompt format it needs."""
     question = text(raw, field, ctx)
     starter = (raw.get("starter_code") or "").strip()
     fmt = "code" if starter else "code_stdio"
@@ -83,41 +83,11 @@ def _question(raw: Mapping[str, Any], ctx: RowContext, field: str) -> tuple[str,
 
 
 def taco_apps(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
-    question, fmt = _question(raw, ctx, "question")
+    question, fmt = question_and_format(raw, ctx, "question")
     ref = io_reference(col(raw, "input_output", ctx))
     if ref["style"] == "stdio":
         fmt = "code_stdio"
     return ctx.row(build_prompt(fmt, question), ref, raw.get("problem_id", raw.get("name")))
-
-
-def livecodebench(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
-    """Public tests only: the private ones are stored compressed and pickled on the Hub."""
-    tests = json_field(col(raw, "public_test_cases", ctx), "public_test_cases") or []
-    question, fmt = _question(raw, ctx, "question_content")
-    if tests and all(t.get("testtype") == "stdin" for t in tests):
-        cases = [{"input": t["input"], "output": t["output"]} for t in tests]
-        ref: dict[str, Any] = {"style": "stdio", "cases": cases}
-    else:
-        meta = json_field(raw.get("metadata") or "{}", "metadata")
-        if not tests or not meta.get("func_name"):
-            raise SkipRow("no usable tests")
-        try:
-            cases = [
-                {
-                    "args": [json.loads(a) for a in t["input"].split("\n")],
-                    "expected": json.loads(t["output"]),
-                }
-                for t in tests
-            ]
-        except ValueError:
-            raise SkipRow("functional test is not JSON") from None
-        ref = {
-            "style": "call",
-            "fn_name": meta["func_name"],
-            "class_name": "Solution",
-            "cases": cases,
-        }
-    return ctx.row(build_prompt(fmt, question), ref, raw.get("question_id"))
 
 
 def _code(name: str, adapt, **kw: Any) -> TaskSpec:
@@ -150,13 +120,6 @@ _code(
     source="DeepSeek-Coder LeetCode contests 2024-01..07",
     local_file="code/leetcode_contest_20240121-Jul.jsonl",
     required_columns=("task_id", "prompt_sft", "test"),
-)
-_code(
-    "livecodebench",
-    livecodebench,
-    source="livecodebench/code_generation_lite",
-    hub_id="livecodebench/code_generation_lite",
-    required_columns=("question_id", "question_content", "public_test_cases"),
 )
 _code(
     "taco",
