@@ -7,6 +7,7 @@ from tasks.adapters import (  # noqa: F401  each module calls register_task() at
     livecodebench,
     math,
     nemotron_blend,
+    paper_benchmarks,
     rows,
     science,
     tool_calls,

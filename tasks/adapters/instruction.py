@@ -177,11 +177,15 @@ _if(
 _if(
     "ifbench",
     ifeval,
-    source="allenai/IFBench_test",
+    source="allenai/IFBench_test (allenai/IFBench data/IFBench_test.jsonl)",
     split="train",
+    local_file="instruction_following/IFBench_test.jsonl",
     hub_id="allenai/IFBench_test",
     required_columns=("key", "prompt", "instruction_id_list", "kwargs"),
-    description="IFBench's out-of-distribution instruction ids need a verifier that knows them",
+    description=(
+        "the 300 IFBench test prompts (58 instruction ids, all in the ifeval verifier's "
+        "table); prompt-level strict accuracy is the benchmark's score"
+    ),
 )
 _if(
     "rlvr_ifeval",

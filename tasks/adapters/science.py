@@ -47,17 +47,32 @@ def options_letter(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
     return ctx.row(build_prompt("science_mcq", user), mcq_ref(str(letter), len(options)), native)
 
 
+GPQA_SHUFFLE_SEED = 0  # recorded in every reference; change it to draw other option orders
+
+
+def gpqa_order(record_id: str, base_seed: int = GPQA_SHUFFLE_SEED) -> tuple[int, list[int]]:
+    """The per-question seed and option order: ``order[k]`` is the source answer shown at
+    letter k (0 = "Correct Answer", i = "Incorrect Answer i"). A hash of the record id and
+    the base seed, not Python's hash(): the same order in every process and run."""
+    digest = hashlib.sha256(f"{base_seed}:{record_id}".encode()).hexdigest()
+    seed = int(digest[:8], 16)
+    order = [0, 1, 2, 3]
+    random.Random(seed).shuffle(order)
+    return seed, order
+
+
 def gpqa(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
-    """GPQA stores the right answer apart from three wrong ones; shuffle by a per-row seed."""
-    right = text(raw, "Correct Answer", ctx).strip()
-    wrong = [text(raw, f"Incorrect Answer {i}", ctx).strip() for i in (1, 2, 3)]
-    native = raw.get("Record ID") or ctx.index
-    # A hash of the record id, not Python's hash(): the same order in every process.
-    seed = int(hashlib.sha256(str(native).encode()).hexdigest()[:8], 16)
-    options = [right, *wrong]
-    random.Random(seed).shuffle(options)
-    user = format_mcq(text(raw, "Question", ctx), options)
-    ref = mcq_ref(LETTERS[options.index(right)], len(options))
+    """GPQA stores the right answer apart from three wrong ones; the options are shuffled per
+    question (``gpqa_order``) and the reference records the seeds and the order."""
+    answers = [text(raw, "Correct Answer", ctx).strip()]
+    answers += [text(raw, f"Incorrect Answer {i}", ctx).strip() for i in (1, 2, 3)]
+    if len(set(answers)) < len(answers):
+        raise SkipRow("two answer options are the same text")
+    native = str(text(raw, "Record ID", ctx)).strip()
+    seed, order = gpqa_order(native)
+    user = format_mcq(text(raw, "Question", ctx), [answers[i] for i in order])
+    ref = mcq_ref(LETTERS[order.index(0)], len(order))
+    ref |= {"base_seed": GPQA_SHUFFLE_SEED, "shuffle_seed": seed, "order": order}
     return ctx.row(build_prompt("science_mcq", user), ref, native)
 
 
@@ -117,5 +132,17 @@ _mcq(
     split="train",
     hub_id="Idavidrein/gpqa",
     hub_config="gpqa_diamond",
-    required_columns=("Question", "Correct Answer", "Incorrect Answer 1"),
+    required_columns=(
+        "Record ID",
+        "Question",
+        "Correct Answer",
+        "Incorrect Answer 1",
+        "Incorrect Answer 2",
+        "Incorrect Answer 3",
+    ),
+    description=(
+        "198 questions, options A-D shuffled per question from its Record ID and "
+        f"base seed {GPQA_SHUFFLE_SEED} (both, and the order, in the reference); one order "
+        "per question for every sample, as M2RL's release (which drew it unseeded)"
+    ),
 )
