@@ -10,6 +10,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlvr.config.domain_files import check_domain_files
+from rlvr.config.evaluation import check_k_by_task
 from rlvr.config.filter import FilterConfig
 from rlvr.config.schemas import ConfigError, RunConfig
 from rlvr.data.schedule import MixtureSchedule
@@ -85,6 +86,7 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
     check_async_generation(run)
     check_parallel_reward(run)
     check_domain_files(run, check_paths)
+    check_k_by_task(run.eval)
     check_filter(run.filter)
     if run.stage == "distill":
         check_distill(run, check_paths)

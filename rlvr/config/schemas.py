@@ -268,6 +268,10 @@ class EvalConfig:
     max_prompts: int | None = None  # per benchmark
     backend: str = "transformers"  # transformers | vllm
     tasks: list[str] = field(default_factory=list)
+    # rlvr.evaluate's samples per prompt per benchmark (task -> K); a task not named uses
+    # ``k``, as does the in-run held-out evaluation. Keys: benchmarks of ``tasks`` or
+    # registered tasks (a study narrows ``tasks`` per evaluation stage and keeps the map)
+    k_by_task: dict[str, int] = field(default_factory=dict)
     models: list[str] = field(default_factory=list)  # "label=path" or a path (label: folder name)
     out_dir: str | None = None  # study folder; None: <paths.output_root>/<experiment>
     seed: int = 0

@@ -19,6 +19,13 @@ def is_episodic(rows: Sequence[dict]) -> bool:
 
 
 class Backend(Protocol):
+    tokenizer: Any
+    chat: ChatFormat
+
+    @property
+    def max_positions(self) -> int | None:
+        """The model's context length (prompt + completion); None when unknown."""
+
     def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
         """Completions per prompt (k, or one when greedy), in input order."""
 
@@ -33,6 +40,10 @@ class TransformersBackend:
     seed: int
     desc: str = ""
     chat: ChatFormat = ChatFormat()
+
+    @property
+    def max_positions(self) -> int | None:
+        return getattr(self.model.config, "max_position_embeddings", None)
 
     def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
         from tqdm.auto import tqdm
@@ -75,6 +86,7 @@ class VllmBackend:
     seed: int
     chat: ChatFormat = ChatFormat()
     stops: tuple[int, ...] = ()
+    max_positions: int | None = None  # vLLM's max_model_len
 
     @classmethod
     def load(cls, path: str, dtype: str, seed: int, chat: ChatFormat = ChatFormat()) -> VllmBackend:
@@ -87,7 +99,8 @@ class VllmBackend:
             generation = GenerationConfig.from_pretrained(path)
         except OSError:  # a folder without generation_config.json
             generation = None
-        return cls(llm, tokenizer, seed, chat, stop_token_ids(tokenizer, generation))
+        stops = stop_token_ids(tokenizer, generation)
+        return cls(llm, tokenizer, seed, chat, stops, _max_model_len(llm))
 
     def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
         from vllm import SamplingParams
@@ -102,6 +115,15 @@ class VllmBackend:
         )
         outputs = self.llm.generate(self.chat.texts(self.tokenizer, prompts), params)
         return [[o.text for o in out.outputs] for out in outputs]
+
+
+def _max_model_len(llm: Any) -> int | None:
+    """The engine's context length (the model's positions unless ``max_model_len`` cut it)."""
+    for owner in (getattr(llm, "llm_engine", None), llm):
+        length = getattr(getattr(owner, "model_config", None), "max_model_len", None)
+        if length:
+            return int(length)
+    return None
 
 
 def generate_and_score(

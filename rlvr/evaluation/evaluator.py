@@ -1,7 +1,8 @@
 """``evaluate()``: every model on every benchmark, sampled and greedy, resumable per pair.
 
-k samples per prompt and greedy beside them, scored by the training verifiers; a (model,
-benchmark) pair whose summary exists is not recomputed."""
+k samples per prompt (``eval.k_by_task`` per benchmark) and greedy beside them, scored by the
+training verifiers; a (model, benchmark) pair whose summary exists is not recomputed. New
+tokens are clamped to the model's positions left after the benchmark's longest prompt."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from rlvr.config import ConfigError, RunConfig
+from rlvr.config import ConfigError, EvalConfig, RunConfig
+from rlvr.config.evaluation import task_k
 from rlvr.evaluation.backends import (
     Backend,
     TransformersBackend,
@@ -109,6 +111,40 @@ def evaluate_benchmark(
     return records, summary
 
 
+def benchmark_decoding(e: EvalConfig, bench: str) -> Decoding:
+    """The benchmark's decoding: ``eval.k_by_task[bench]`` samples per prompt, else ``eval.k``.
+
+    Temperature 0 is greedy decoding alone (one completion per prompt), as in vLLM.
+    """
+    greedy = e.temperature == 0
+    k = 1 if greedy else task_k(e, bench)
+    return Decoding(k, e.temperature, e.top_p, e.max_new_tokens, greedy=greedy)
+
+
+def fit_to_positions(decoding: Decoding, backend: Backend, rows: list[dict], what: str) -> Decoding:
+    """``max_new_tokens`` clamped so the longest prompt plus its completion fits the model's
+    positions (a warning says so; the summary records the clamped decoding). A prompt that
+    alone fills them is an error. Tool episodes keep their own per-turn limit."""
+    limit = backend.max_positions
+    if not limit or not rows or is_episodic(rows):
+        return decoding
+    longest = max(len(backend.chat.ids(backend.tokenizer, r["prompt"])) for r in rows)
+    room = limit - longest
+    if room < 1:
+        raise ConfigError(
+            f"{what}: a prompt of {longest} tokens fills the model's {limit} positions; "
+            "evaluate the benchmark with a longer-context model or drop it from eval.tasks"
+        )
+    if decoding.max_new_tokens <= room:
+        return decoding
+    log.warning(
+        "%s: the longest prompt (%d tokens) + eval.max_new_tokens=%d exceed the model's %d "
+        "positions: generating at most %d new tokens",
+        what, longest, decoding.max_new_tokens, limit, room,
+    )  # fmt: skip
+    return replace(decoding, max_new_tokens=room)
+
+
 def make_eval_scorer(run: RunConfig) -> Scorer:
     """The training scorer (same verifiers, options and reasoning format) with eval's pool size."""
     from rlvr.rewards.scoring import build_scorer
@@ -170,11 +206,6 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
             f"eval tasks {episodic} run multi-turn tool episodes, which use transformers "
             "generation; set eval.backend=transformers or drop them from eval.tasks"
         )
-    # temperature 0 is greedy decoding alone (one completion per prompt), as in vLLM
-    greedy = e.temperature == 0
-    decoding = Decoding(
-        1 if greedy else e.k, e.temperature, e.top_p, e.max_new_tokens, greedy=greedy
-    )
     root = study_dir(run) / "eval"
     scorer = make_eval_scorer(run)
     for entry in models:
@@ -190,10 +221,15 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
         for bench in todo:
             if isinstance(backend, TransformersBackend):
                 backend.desc = f"{entry.label}/{bench}"
+            decoding = fit_to_positions(
+                benchmark_decoding(e, bench), backend, rows[bench], f"{entry.label}/{bench}"
+            )
             records, summary = evaluate_benchmark(
                 backend, entry.label, bench, rows[bench], decoding, scorer, e.greedy,
                 run.algo.format_gate,
             )  # fmt: skip
+            if decoding.max_new_tokens != e.max_new_tokens:
+                summary["max_new_tokens_requested"] = e.max_new_tokens
             write_results(folder, bench, records, {**summary, "model_path": path})
             log.info(
                 "%s %s: avg@%d %.3f pass@%d %.3f (%d prompts)",

@@ -217,7 +217,7 @@ def plan_eval(run: RunConfig, stage: str) -> StagePlan:
         return _unknown_shape(run, stage, "eval", 1)
     e = run.eval
     vllm = e.backend == "vllm"
-    sequence = run.trainer.plan_prompt_tokens + e.max_new_tokens
+    sequence = run.trainer.plan_prompt_tokens + e.max_new_tokens  # unclamped: an upper bound
     rows = 1 if vllm else e.batch_size  # vLLM: weights and one row; it fills the rest itself
     w = Workload(
         kind="eval", processes=1, sharded=False, weight_bytes=_weight_bytes(run),
@@ -228,9 +228,10 @@ def plan_eval(run: RunConfig, stage: str) -> StagePlan:
     if device is not None:
         parts["runtime"] = RUNTIME_BYTES
     note = "vLLM fills the rest with KV cache" if vllm else ""
-    if shape.max_position_embeddings and sequence > shape.max_position_embeddings:
-        note = (f"prompt + eval.max_new_tokens = {sequence} tokens: generation stops at the "
-                f"model's {shape.max_position_embeddings} positions")  # fmt: skip
+    if (limit := shape.max_position_embeddings) and sequence > limit:
+        note = (f"prompt + eval.max_new_tokens = {sequence} tokens > the model's {limit} "
+                "positions: rlvr.evaluate clamps new tokens to the positions left after each "
+                "benchmark's longest prompt (logged)")  # fmt: skip
     return StagePlan(stage, "eval", 1, shape, w, w.generation_rows, parts,
                      _seconds(run, shape, w, w.generation_rows, 1), device, note)  # fmt: skip
 
