@@ -15,6 +15,7 @@ from pathlib import Path
 from rlvr.analysis.outputs import report_section
 from rlvr.config import ConfigError, RunConfig
 from rlvr.reporting.calibration import calibration_table
+from rlvr.reporting.paper import paper_view
 from rlvr.reporting.plots import bar_plot, reward_curves
 from rlvr.reporting.seeds import group_results
 from rlvr.reporting.tables import (
@@ -65,15 +66,17 @@ def build_report(
     )
     room = calibration_table(results)  # does the SFT model leave RL room on each set?
     tables += (room,) if room.rows else ()
-    for table in tables:
+    paper = paper_view(study, results, metric, runs or {})  # beside the published numbers
+    for table in (*tables, *paper):
         write_table(table, folder)
     images = [bar_plot(results, metric, folder / "benchmarks.png")]
     curves = reward_curves(*_curve_runs(results, runs or {}), folder / "reward_curves.png")
     images += [curves] if curves else []
     analyses = report_section(study)  # rlvr.analyze's tables and figures, when present
-    (folder / "report.md").write_text("\n".join([_markdown(tables, images), *analyses]))
+    parts = [_markdown(tables, images), _paper_markdown(paper), *analyses]
+    (folder / "report.md").write_text("\n".join(parts))
     log.info("report written to %s", folder)
-    return Report(folder, tables, tuple(images))
+    return Report(folder, (*tables, *paper), tuple(images))
 
 
 def _curve_runs(
@@ -109,6 +112,16 @@ def _markdown(tables: Sequence[Table], images: Sequence[Path]) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _paper_markdown(tables: Sequence[Table]) -> str:
+    intro = (
+        "Our models beside the published M2RL numbers (arXiv 2602.12566; the release "
+        "Mosi-AI/M2RL d9807cf): its nine benchmarks in its column order, each of our roles "
+        "against the paper's row of that role, the benchmarks we did not score and why, and "
+        "our runs' compute against its GPU-hours."
+    )
+    return "\n".join(["## Beside the paper", "", intro, "", *(to_markdown(t) for t in tables)])
+
+
 def log_to_wandb(run: RunConfig, report: Report) -> None:
     """Tables and images to W&B (offline unless asked otherwise); no-op when tracking is off."""
     if run.logger.name != "wandb" or "disabled" in (run.logger.mode, os.environ.get("WANDB_MODE")):
@@ -131,8 +144,19 @@ def log_to_wandb(run: RunConfig, report: Report) -> None:
     ) as wb:
         for t in report.tables:
             columns, data = flat_rows(t)  # a score over seeds: mean and sd columns
-            wb.log({t.name: wandb.Table(columns=[*columns], data=data)})
+            wb.log({t.name: wandb.Table(columns=[*columns], data=_typed(data))})
         wb.log({p.stem: wandb.Image(str(p)) for p in report.images})
+
+
+def _typed(data: list[list]) -> list[list]:
+    """W&B tables hold one type per column: a text cell ("", "—") in a column of numbers is
+    None there."""
+    number = [
+        any(isinstance(c, int | float) and not isinstance(c, bool) for c in column)
+        for column in zip(*data, strict=True)
+    ]
+    return [[None if n and isinstance(c, str) else c for c, n in zip(row, number, strict=True)]
+            for row in data]  # fmt: skip
 
 
 def report_stage(run: RunConfig, run_dir: Path | None = None) -> Report:

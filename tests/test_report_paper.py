@@ -1,20 +1,211 @@
-"""eval=m2rl_paper, and each benchmark's own K (``eval.k_by_task``) through the evaluator."""
+"""The paper view (our models beside M2RL's published numbers), the packaged published tables,
+eval=m2rl_paper, and each benchmark's own K (``eval.k_by_task``) through the evaluator."""
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
+import statistics
 from pathlib import Path
 
+import _requirements as required
 import pytest
 from test_merge import one_torch_thread, tiny_family  # noqa: F401  (autouse fixture)
+from test_report_seeds import write_run
 
 from rlvr.config import ConfigError, DomainConfig, EvalConfig, LoggerConfig, RunConfig
+from rlvr.report import build_report
+from rlvr.reporting.paper import BENCHMARKS, NOT_RUN, PUBLISHED
 
-BENCHMARKS = (
-    "aime24", "aime25", "livecodebench_v5", "livecodebench_v6", "hle", "gpqa_diamond",
-    "ifeval", "ifbench", "mmlu_redux",
-)  # fmt: skip
+REPO = Path(__file__).resolve().parents[1]
+PAPER_FILES = ("main_table.csv", "compute.csv")
+RUN = ("aime24", "gpqa_diamond", "ifeval")  # scored by every model below
+BROKEN = "hle"  # evaluated, but every verdict a verifier error: no score, never a 0
+ASKED = (*RUN, BROKEN)  # the study's eval tasks
+# label -> per seed {benchmark: avg_at_k}; None: a label without a seed suffix
+SCORES = {
+    "base": {None: (0.05, 0.20, 0.30)},
+    "sft": {None: (0.40, 0.45, 0.70)},
+    "math": {0: (0.70, 0.50, 0.72), 1: (0.74, 0.52, 0.70)},
+    "agent": {0: (0.41, 0.44, 0.69)},
+    "mixed": {0: (0.72, 0.55, 0.88), 1: (0.70, 0.53, 0.90)},
+    "ties": {0: (0.69, 0.54, 0.86), 1: (0.71, 0.56, 0.84)},
+    "mt_opd": {0: (0.68, 0.55, 0.89)},
+}
+PUBLISHED_ROW = {"base": "qwen3-4b-base", "sft": "sft", "math": "math", "mixed": "mixed",
+                 "ties": "ties", "mt_opd": "mt_opd"}  # fmt: skip
+DOMAIN = {"aime24": "math", "gpqa_diamond": "science", "ifeval": "instruction", "hle": "science"}
+HOURS = {"math": 2.0, "agent": 1.0, "mixed": 1.5, "mt_opd": 0.5}  # device-hours per run
+FAILED = "sce-seed0"  # planned, its evaluation failed: no summary at all
+
+
+def summary(label: str, bench: str, value: float | None, k: int) -> dict:
+    statuses = {"error": 8} if value is None else {"correct": 4, "wrong": 4}
+    return {"model": label, "benchmark": bench, "domain": DOMAIN[bench], "prompts": 8, "k": k,
+            "avg_at_k": value or 0.0, "pass_at_k": value or 0.0, "status_counts": statuses}  # fmt: skip
+
+
+def eval_stage(label: str, status: str) -> dict:
+    command = ["python", "-m", "rlvr.evaluate", f"eval.models=[{label}=x]"]
+    command.append(f"eval.tasks=[{','.join(ASKED)}]")
+    return {"kind": "eval", "command": command, "status": status, "out_dir": f"/s/eval/{label}"}
+
+
+def write_paper_study(root: Path) -> Path:
+    stages = {}
+    for stem, by_seed in SCORES.items():
+        for seed, values in by_seed.items():
+            label = stem if seed is None else f"{stem}-seed{seed}"
+            info: dict = {"path": label}
+            if stem == "ties":
+                info["merge"] = {"name": stem, "mergekit_method": "ties"}
+            elif stem in HOURS:
+                domains = ["math", "agent"] if stem in ("mixed", "mt_opd") else [stem]
+                run = write_run(root, label, domains, HOURS[stem] * 3600 * (1 + (seed or 0)))
+                facts = json.loads((run / "summary.json").read_text())
+                facts["rl"] = {"steps": 10, "seconds": HOURS[stem] * 1800}
+                facts |= {"distill": {"teachers": {}}} if stem == "mt_opd" else {}
+                (run / "summary.json").write_text(json.dumps(facts))
+                info |= {"run_dir": str(run), "domains": domains}
+            folder = root / "eval" / label
+            folder.mkdir(parents=True)
+            (folder / "model.json").write_text(json.dumps({"label": label, **info}))
+            for bench, value in [*zip(RUN, values, strict=True), (BROKEN, None)]:
+                k = 16 if bench == "aime24" else 4
+                (folder / f"{bench}.json").write_text(json.dumps(summary(label, bench, value, k)))
+            stages[f"eval-{label}"] = eval_stage(label, "done")
+    stages[f"eval-{FAILED}"] = eval_stage(FAILED, "failed")
+    (root / "study.json").write_text(json.dumps({"plan": {}, "stages": stages}))
+    return root
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> Path:
+    root = write_paper_study(tmp_path_factory.mktemp("paper"))
+    build_report(root)
+    return root
+
+
+def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def published() -> tuple[list[str], dict[str, dict[str, str]]]:
+    columns, rows = read_csv(PUBLISHED / "main_table.csv")
+    return columns, {r["model"]: r for r in rows}
+
+
+def paper_rows(study: Path) -> dict[tuple[str, str], dict[str, str]]:
+    _, rows = read_csv(study / "report" / "paper_table.csv")
+    return {(r["model"], r["source"]): r for r in rows}
+
+
+def ours(stem: str, bench: str) -> float:
+    return statistics.mean(100 * v[RUN.index(bench)] for v in SCORES[stem].values())
+
+
+def test_packaged_published_numbers_equal_the_shared_data():
+    shared = required.shared_data("m2rl_paper")
+    for name in PAPER_FILES:
+        assert (PUBLISHED / name).read_bytes() == (shared / name).read_bytes(), name
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = data["package-data"]["rlvr.reporting"]
+    shipped = {p.relative_to(PUBLISHED.parent) for pat in patterns for p in
+               PUBLISHED.parent.glob(pat)}  # fmt: skip
+    assert {Path("m2rl_paper") / n for n in (*PAPER_FILES, "SOURCE.md")} <= shipped
+
+
+def test_columns_are_the_papers_nine_in_its_order(study):
+    columns, _ = read_csv(study / "report" / "paper_table.csv")
+    paper_columns, _ = published()
+    ours_named = [{"ifeval": "ifeval_strict_prompt"}.get(b, b) for b in BENCHMARKS]
+    assert ours_named == paper_columns[2:]
+    assert [c for c in columns if c in BENCHMARKS] == list(BENCHMARKS)
+    assert columns[:4] == ["model", "role", "paper row", "source"]
+
+
+def test_every_mapped_role_sits_beside_its_published_row(study):
+    rows = paper_rows(study)
+    _, table = published()
+    for stem, row_name in PUBLISHED_ROW.items():
+        mine, theirs = rows[(stem, "ours")], rows[(stem, "paper")]
+        diff = rows[(stem, "ours - paper")]
+        assert mine["paper row"] == row_name
+        for bench in BENCHMARKS:
+            value = float(table[row_name][{"ifeval": "ifeval_strict_prompt"}.get(bench, bench)])
+            assert float(theirs[bench]) == pytest.approx(value)  # every published number
+            if bench in RUN:
+                assert float(mine[bench]) == pytest.approx(ours(stem, bench))
+                assert float(diff[bench]) == pytest.approx(ours(stem, bench) - value)
+            else:  # not scored here: a dash, never a 0
+                assert mine[bench] == diff[bench] == NOT_RUN
+        scored = [float(table[row_name][{"ifeval": "ifeval_strict_prompt"}.get(b, b)])
+                  for b in RUN]  # fmt: skip
+        mean_ours = statistics.mean(ours(stem, b) for b in RUN)
+        assert float(mine["avg"]) == pytest.approx(mean_ours)
+        assert float(diff["avg"]) == pytest.approx(mean_ours - statistics.mean(scored))
+
+
+def test_seeds_show_as_mean_and_sd_in_the_markdown(study):
+    text = (study / "report" / "paper_table.md").read_text()
+    values = [100 * v[0] for v in SCORES["mixed"].values()]
+    spread = f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+    line = next(x for x in text.splitlines() if x.startswith("| mixed | mixed | mixed | ours |"))
+    assert spread in line
+    assert "K per benchmark" in text and "aime24 16" in text and "gpqa_diamond 4" in text
+
+
+def test_the_agent_expert_has_no_published_row(study):
+    rows = paper_rows(study)
+    assert rows[("agent", "ours")]["paper row"] == NOT_RUN
+    assert float(rows[("agent", "ours")]["aime24"]) == pytest.approx(ours("agent", "aime24"))
+    for source in ("paper", "ours - paper"):
+        assert {rows[("agent", source)][b] for b in BENCHMARKS} == {NOT_RUN}
+
+
+def test_benchmarks_not_run_are_listed_with_their_reason(study):
+    _, rows = read_csv(study / "report" / "paper_not_run.csv")
+    reasons = {(r["benchmark"], r["models"]): r["reason"] for r in rows}
+    for bench in ("aime25", "livecodebench_v5", "livecodebench_v6", "ifbench", "mmlu_redux"):
+        assert "not in the study's eval tasks" in reasons[(bench, "all")]
+    labels = {f"{s}-seed{n}" if n is not None else s for s in SCORES for n in SCORES[s]}
+    (broken,) = [m for (b, m), why in reasons.items() if b == BROKEN and "verifier error" in why]
+    assert set(broken.split(", ")) == labels  # a summary that scores nothing is no 0
+    failed = f"in the study's eval tasks, no summary: stage eval-{FAILED} failed"
+    for bench in ASKED:
+        assert reasons[(bench, FAILED)] == failed
+    assert float(paper_rows(study)[("sft", "paper")][BROKEN]) > 0  # published, ours a dash
+    assert paper_rows(study)[("sft", "ours")][BROKEN] == NOT_RUN
+    report = (study / "report" / "report.md").read_text()
+    assert "## Beside the paper" in report and "Paper benchmarks not run" in report
+    assert "Compute beside the paper" in report
+
+
+def test_compute_sits_beside_the_papers_gpu_hours(study):
+    _, rows = read_csv(study / "report" / "paper_compute.csv")
+    by = {r["run"]: r for r in rows}
+    _, paper = read_csv(PUBLISHED / "compute.csv")
+    hours = {r["run"]: float(r["gpu_hours"]) for r in paper}
+    experts = sum(hours[d] for d in ("math", "code", "science", "instruction"))
+    assert float(by["mixed"]["paper GPU-hours"]) == hours["mixed"]
+    assert float(by["mixed"]["paper share of experts (%)"]) == pytest.approx(
+        100 * hours["mixed"] / experts
+    )
+    assert float(by["code"]["paper GPU-hours"]) == hours["code"] and by["code"]["our runs"] == "—"
+    # ours: device-hours mean per seed (math: seeds of 2 and 4 hours), RL hours half of each
+    assert float(by["math"]["our device-hours"]) == pytest.approx(3.0)
+    assert by["math"]["our runs"] == "2" and float(by["math"]["our steps"]) == 10
+    rl = {name: HOURS[name] / 2 for name in HOURS}
+    ours_experts = rl["math"] + rl["agent"]
+    assert float(by["experts (sum)"]["our RL device-hours"]) == pytest.approx(ours_experts)
+    assert float(by["mixed"]["our share of experts (%)"]) == pytest.approx(
+        100 * rl["mixed"] / ours_experts
+    )
+    assert by["agent"]["paper GPU-hours"] == NOT_RUN and float(by["mt_opd"]["paper steps"]) == 200
 
 
 def test_m2rl_paper_eval_composes_with_the_release_decoding():

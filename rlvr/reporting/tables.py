@@ -291,8 +291,8 @@ def flat_rows(table: Table) -> tuple[list[str], list[list[Any]]]:
         for i, cell in enumerate(row):
             if isinstance(cell, Stat):
                 flat += [cell.mean, cell.sd] if spread and i in stat_cols else [cell.mean]
-            else:
-                flat.append(cell)
+            else:  # a plain cell in a score column: an empty sd keeps the columns aligned
+                flat += [cell, None] if spread and i in stat_cols else [cell]
         rows.append(["" if c is None else c for c in flat])
     return columns, rows
 
