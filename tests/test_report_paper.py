@@ -6,7 +6,10 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import _requirements as required
@@ -300,8 +303,8 @@ def test_new_tokens_are_clamped_to_the_models_positions(family, tmp_path, caplog
     assert f"exceed the model's {limit} positions: generating at most {clamped}" in caplog.text
 
 
-def test_a_prompt_that_fills_the_positions_is_an_error():
-    from rlvr.evaluation.evaluator import fit_to_positions
+def test_a_prompt_that_fills_the_positions_is_refused():
+    from rlvr.evaluation.evaluator import PromptTooLong, fit_to_positions
     from rlvr.evaluation.generation import Decoding
 
     class Chat:
@@ -315,5 +318,49 @@ def test_a_prompt_that_fills_the_positions_is_an_error():
     assert fit_to_positions(Decoding(max_new_tokens=4), Backend(), rows, "m/b").max_new_tokens == 4
     assert fit_to_positions(Decoding(max_new_tokens=9), Backend(), rows, "m/b").max_new_tokens == 4
     rows.append({"prompt": [{"role": "user", "content": "x" * 10}]})
-    with pytest.raises(ConfigError, match="a prompt of 10 tokens fills the model's 10 positions"):
+    with pytest.raises(PromptTooLong, match="a prompt of 10 tokens fills the model's 10 positions"):
         fit_to_positions(Decoding(max_new_tokens=1), Backend(), rows, "m/b")
+
+
+@pytest.mark.slow
+def test_the_nine_benchmarks_run_on_the_tiny_model(tiny_model_dir, rlvr_cache, tmp_path):
+    """``python -m rlvr.evaluate eval=m2rl_paper`` as typed, on the tiny model, two prompts a
+    benchmark: the shared data for AIME, IFEval and IFBench, the Hub-layout fixtures (through
+    ``RLVR_TASK_FILES``) for the benchmarks only the Hub holds. Each benchmark is sampled its
+    own K and every sample gets a scored verdict, never a verifier error."""
+    from omegaconf import OmegaConf
+
+    from tasks.registry import shared_data_dir
+
+    data = shared_data_dir()
+    if not (data / "math" / "aime24_test.jsonl").is_file():
+        required.missing(f"the shared evaluation data folder ({data})")
+    fixtures = REPO / "tests" / "fixtures" / "benchmarks"
+    files = {"livecodebench_v5": "livecodebench.jsonl", "livecodebench_v6": "livecodebench.jsonl",
+             "hle": "hle.jsonl", "gpqa_diamond": "gpqa_diamond.jsonl",
+             "mmlu_redux": "mmlu_redux.jsonl"}  # fmt: skip
+    env = {**os.environ, "RLVR_CACHE": str(rlvr_cache), "RLVR_SHARED_DATA": str(data),
+           "RLVR_TASK_FILES": ";".join(f"{t}={fixtures / f}" for t, f in files.items())}  # fmt: skip
+    cmd = [sys.executable, "-m", "rlvr.evaluate", "eval=m2rl_paper", "eval.backend=transformers",
+           "eval.max_prompts=2", "eval.max_new_tokens=24", "eval.workers=1", "logger=none",
+           f"eval.models=['tiny={tiny_model_dir}']", f"eval.out_dir={tmp_path}"]  # fmt: skip
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    paper = OmegaConf.load(REPO / "conf" / "eval" / "m2rl_paper.yaml")
+    not_run = {}
+    for bench in BENCHMARKS:
+        facts = json.loads((tmp_path / "eval" / "tiny" / f"{bench}.json").read_text())
+        if facts.get("not_run"):  # the tiny model's 512 positions cannot hold its prompts
+            assert "positions" in facts["not_run"] and "avg_at_k" not in facts
+            not_run[bench] = facts["not_run"]
+            continue
+        records = [json.loads(x) for x in
+                   (tmp_path / "eval" / "tiny" / f"{bench}.jsonl").read_text().splitlines()]  # fmt: skip
+        assert facts["k"] == paper.k_by_task[bench], bench
+        assert len(records) == facts["prompts"] * facts["k"] and facts["prompts"] >= 1, bench
+        assert {r["status"] for r in records} <= {"correct", "wrong", "format_error", "timeout"}, (
+            bench, {r["status"] for r in records})  # fmt: skip
+    assert len(not_run) < len(BENCHMARKS) // 2, not_run  # most of the nine run on it
+    listed = (build_report(tmp_path).folder / "paper_not_run.md").read_text()
+    for bench, why in not_run.items():
+        assert bench in listed and why in listed

@@ -121,19 +121,23 @@ def benchmark_decoding(e: EvalConfig, bench: str) -> Decoding:
     return Decoding(k, e.temperature, e.top_p, e.max_new_tokens, greedy=greedy)
 
 
+class PromptTooLong(Exception):
+    """A benchmark prompt alone fills the model's positions: the benchmark is not run."""
+
+
 def fit_to_positions(decoding: Decoding, backend: Backend, rows: list[dict], what: str) -> Decoding:
     """``max_new_tokens`` clamped so the longest prompt plus its completion fits the model's
     positions (a warning says so; the summary records the clamped decoding). A prompt that
-    alone fills them is an error. Tool episodes keep their own per-turn limit."""
+    alone fills them raises ``PromptTooLong``. Tool episodes keep their own per-turn limit."""
     limit = backend.max_positions
     if not limit or not rows or is_episodic(rows):
         return decoding
     longest = max(len(backend.chat.ids(backend.tokenizer, r["prompt"])) for r in rows)
     room = limit - longest
     if room < 1:
-        raise ConfigError(
-            f"{what}: a prompt of {longest} tokens fills the model's {limit} positions; "
-            "evaluate the benchmark with a longer-context model or drop it from eval.tasks"
+        raise PromptTooLong(
+            f"a prompt of {longest} tokens fills the model's {limit} positions (a model with a "
+            "longer context can run it)"
         )
     if decoding.max_new_tokens <= room:
         return decoding
@@ -221,9 +225,16 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
         for bench in todo:
             if isinstance(backend, TransformersBackend):
                 backend.desc = f"{entry.label}/{bench}"
-            decoding = fit_to_positions(
-                benchmark_decoding(e, bench), backend, rows[bench], f"{entry.label}/{bench}"
-            )
+            try:
+                decoding = fit_to_positions(
+                    benchmark_decoding(e, bench), backend, rows[bench], f"{entry.label}/{bench}"
+                )
+            except PromptTooLong as err:  # recorded, so the report says why; never a 0
+                log.warning("%s %s not run: %s", entry.label, bench, err)
+                not_run = {"model": entry.label, "benchmark": bench, "prompts": 0,
+                           "domain": benchmark_domain(bench), "not_run": str(err)}  # fmt: skip
+                write_results(folder, bench, [], {**not_run, "model_path": path})
+                continue
             records, summary = evaluate_benchmark(
                 backend, entry.label, bench, rows[bench], decoding, scorer, e.greedy,
                 run.algo.format_gate,

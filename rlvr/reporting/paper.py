@@ -63,6 +63,8 @@ def paper_row(group: ModelGroup) -> str | None:
 
 def unscorable(summary: Mapping[str, Any]) -> str | None:
     """Why a written summary carries no score (never shown as 0), or None when it does."""
+    if summary.get("not_run"):
+        return f"not run: {summary['not_run']}"
     if summary.get("prompts") == 0:
         return "its summary scores no prompt"
     statuses = summary.get("status_counts") or {}
@@ -128,8 +130,8 @@ def paper_table(results: Sequence[ModelResult], metric: str) -> Table:
 
 
 def _k_used(results: Sequence[ModelResult]) -> str:
-    used = {b: sorted({int(r.summaries[b].get("k", 0)) for r in results if b in r.summaries})
-            for b in BENCHMARKS}  # fmt: skip
+    used = {b: sorted({int(r.summaries[b]["k"]) for r in results
+                       if b in r.summaries and "k" in r.summaries[b]}) for b in BENCHMARKS}  # fmt: skip
     return ", ".join(f"{b} {'/'.join(map(str, ks))}" for b, ks in used.items() if ks) or "-"
 
 
