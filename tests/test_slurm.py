@@ -114,15 +114,21 @@ def test_a_hydra_sweep_runs_each_point_as_a_slurm_job(slurm_cluster, tmp_path, s
            "experiment=smoke", "logger=none", "sft=none", f"init_from={sft_checkpoint}",
            "mixture.train_size=16", "mixture.heldout_size=0", "trainer.max_steps=2",
            "trainer.save_steps=0", "trainer.verifier_workers=1", "trainer.seed=0,1",
-           f"hydra.sweep.dir={sweep}", f"paths.output_root={tmp_path / 'runs'}",
-           "hydra.launcher.gpus_per_node=null", "hydra.launcher.cpus_per_task=1",
-           "hydra.launcher.mem_gb=null", "hydra.launcher.timeout_min=30"]  # fmt: skip
+           f"hydra.sweep.dir={sweep}", "hydra.launcher.gpus_per_node=null",
+           "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=null",
+           "hydra.launcher.timeout_min=30"]  # fmt: skip
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    summaries = sorted((tmp_path / "runs").glob("**/summary.json"))
+    summaries = sorted(sweep.glob("*/summary.json"))  # one run folder per point
     assert len(summaries) == 2, summaries
     assert {json.loads(p.read_text())["rl"]["steps"] for p in summaries} == {2}
-    job_folders = [p for p in (sweep / ".submitit").iterdir() if p.is_dir()]
-    job_ids = [p.name for p in job_folders if p.name.isdigit()]
-    assert len(job_ids) == 2
-    assert set(slurm.job_states(job_ids).values()) == {"COMPLETED"}
+    tasks = [p.name for p in (sweep / ".submitit").iterdir() if p.is_dir() and "_" in p.name]
+    assert len(tasks) == 2, tasks  # one SLURM array job, a task per point
+    array = tasks[0].split("_")[0]
+
+    def states() -> list[str]:
+        return sorted(subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i|%T", "-j", array],
+                                     capture_output=True, text=True).stdout.split())  # fmt: skip
+
+    # the results are written a moment before each job ends
+    wait_for(lambda: states() == sorted(f"{t}|COMPLETED" for t in tasks), 60, "COMPLETED")
