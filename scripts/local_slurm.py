@@ -142,14 +142,16 @@ def _wait(ready, timeout_s: float, folder: Path, what: str) -> None:
 
 
 def stop(folder: Path, grace_s: float = 10) -> None:
-    """SIGTERM the daemons this folder started (their ids in ``pids.json``), SIGKILL after
-    the grace; a process id that now names another program is left alone."""
+    """Cancel the cluster's jobs, then SIGTERM the daemons this folder started (their ids in
+    ``pids.json``), SIGKILL after the grace; a process id that now names another program is
+    left alone."""
     folder = folder.resolve()
     try:
         pids = json.loads((folder / "pids.json").read_text())
     except (OSError, ValueError):
         return
     ours = [pid for name, pid in pids.items() if _runs(pid, name)]
+    _cancel_jobs(folder, grace_s)  # first the jobs: their steps would outlive the daemons
     for pid in reversed(ours):
         _kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
@@ -158,6 +160,20 @@ def stop(folder: Path, grace_s: float = 10) -> None:
     for pid in ours:
         _kill(pid, signal.SIGKILL)
     (folder / "pids.json").unlink(missing_ok=True)
+
+
+def _cancel_jobs(folder: Path, grace_s: float) -> None:
+    """scancel every job of this cluster and wait (up to the grace) until none is left."""
+    env = {**os.environ, "SLURM_CONF": str(folder / "slurm.conf")}
+    subprocess.run(["scancel", "--quiet", "--user", getpass.getuser()], env=env,
+                   capture_output=True, timeout=30)  # fmt: skip
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        queued = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True,
+                                text=True, timeout=30).stdout.split()  # fmt: skip
+        if not queued:
+            return
+        time.sleep(0.2)
 
 
 def _runs(pid: int, name: str) -> bool:
