@@ -14,10 +14,12 @@ from pathlib import Path
 
 import _requirements as required
 import pytest
+import tomllib
+from test_evaluate import eval_run as tiny_eval_run
 from test_merge import one_torch_thread, tiny_family  # noqa: F401  (autouse fixture)
 from test_report_seeds import write_run
 
-from rlvr.config import ConfigError, DomainConfig, EvalConfig, LoggerConfig, RunConfig
+from rlvr.config import ConfigError, DomainConfig, EvalConfig, RunConfig
 from rlvr.report import build_report
 from rlvr.reporting.paper import BENCHMARKS, NOT_RUN, PUBLISHED
 
@@ -114,7 +116,6 @@ def test_packaged_published_numbers_equal_the_shared_data():
     shared = required.shared_data("m2rl_paper")
     for name in PAPER_FILES:
         assert (PUBLISHED / name).read_bytes() == (shared / name).read_bytes(), name
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     patterns = data["package-data"]["rlvr.reporting"]
     shipped = {p.relative_to(PUBLISHED.parent) for pat in patterns for p in
@@ -244,12 +245,8 @@ def test_m2rl_paper_eval_composes_with_the_release_decoding():
 
 
 def eval_run(out: Path, models: list[str], tasks: list[str], **kw) -> RunConfig:
-    settings = dict(k=3, max_new_tokens=6, max_prompts=2, batch_size=16, workers=1, greedy=False)
-    settings.update(kw)
-    return RunConfig(
-        eval=EvalConfig(models=models, tasks=tasks, out_dir=str(out), **settings),
-        logger=LoggerConfig(name="none", mode="disabled"),
-    )
+    """test_evaluate's tiny evaluation, two prompts a benchmark, sampled only."""
+    return tiny_eval_run(out, models, tasks, **{"max_prompts": 2, "greedy": False, **kw})
 
 
 @pytest.fixture(scope="module")
