@@ -142,9 +142,6 @@ def _available(spec: TaskSpec) -> bool:
     return spec.needs is None or importlib.util.find_spec(spec.needs) is not None
 
 
-_read_files = read_files  # the name other modules import
-
-
 def _read_hub(spec: TaskSpec, req: LoadRequest) -> Iterable[Mapping[str, Any]]:
     import datasets
 

@@ -31,9 +31,9 @@ def read_files(req: LoadRequest, spec: TaskSpec) -> Iterable[Mapping[str, Any]]:
             f"task {spec.name!r} reads canonical rows from local files: set "
             f"domains.{spec.domain}.data_files=[<rows>.jsonl] (e.g. rlvr.filter's output)"
         )
-    from tasks.registry import _read_files
+    from tasks.files import read_files
 
-    return _read_files(req.data_files)
+    return read_files(req.data_files)
 
 
 def canonical(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
