@@ -1,4 +1,5 @@
-"""M2RL's six merge methods as named mergekit presets, and resolution of a method name."""
+"""M2RL's six merge methods and the RL-aware RAM pair as named mergekit presets, and resolution
+of a method name."""
 
 from __future__ import annotations
 
@@ -26,6 +27,13 @@ PRESETS: dict[str, MergePreset] = {
         "dare_linear", {"density": 0.8, "weight": 1.0, "rescale": True, "normalize": False}
     ),
     "sce": MergePreset("sce", {"select_topk": 1.0}),
+    # RAM (arXiv 2601.13572): RL changes few weights, so a weight only one expert changed keeps
+    # that expert's whole change (an average would dilute it by the number of experts); weights
+    # several changed are averaged over those that changed them. "Changed": |delta| > epsilon.
+    "ram": MergePreset("ram", {"epsilon": 1e-5}),
+    # RAM+ (tensor-local): each tensor's unique changes are scaled up by 1 + r * min(rho, alpha),
+    # rho = shared / unique changed weights of that expert in that tensor.
+    "ramplus_tl": MergePreset("ramplus_tl", {"r": 0.1, "alpha": 0.2, "epsilon": 1e-5}),
 }
 
 
