@@ -22,7 +22,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "algo.loss_type": ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo"),
     "algo.scale_rewards": ("group", "batch", "none"),
     "algo.importance_sampling_level": ("token", "sequence"),
-    "mixture.mode": ("natural", "weighted"),
+    "mixture.mode": ("natural", "weighted", "adaptive"),
+    "mixture.adaptive.signal": ("abs_advantage", "active_groups"),
     "mixture.schedule.kind": ("none", "piecewise", "linear"),
     "logger.name": ("wandb", "none"),
     "logger.mode": ("offline", "online", "disabled"),
@@ -83,6 +84,7 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
     _check_positive(run)
     check_micro_batch(run.trainer.micro_batch)
     mixture_schedule(run)
+    mixture_adaptive(run)
     check_async_generation(run)
     check_parallel_reward(run)
     check_domain_files(run, check_paths)
@@ -137,6 +139,26 @@ def _check_positive(run: RunConfig) -> None:
             raise ConfigError(
                 f"mixture=weighted needs non-negative weights with a positive sum: {bad}"
             )
+
+
+def mixture_adaptive(run: RunConfig):
+    """The run's adaptive weights (``mixture.mode=adaptive``), or None; errors name the fix."""
+    if run.mixture.mode != "adaptive":
+        return None
+    from rlvr.data.adaptive import AdaptiveSettings, AdaptiveWeights
+
+    if run.mixture.schedule.kind != "none":
+        raise ConfigError(
+            "mixture.mode=adaptive sets the weights itself: drop mixture.schedule "
+            "(mixture.schedule.kind=none)"
+        )
+    a = run.mixture.adaptive
+    settings = AdaptiveSettings(a.signal, a.exploration, a.temperature, a.floor, a.window, a.lag)
+    names = sorted(run.domains)
+    try:
+        return AdaptiveWeights(names, [run.domains[d].weight for d in names], settings)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 def mixture_schedule(run: RunConfig) -> MixtureSchedule | None:
@@ -244,6 +266,11 @@ def check_parallel_reward(run: RunConfig) -> None:
 
 def check_distill(run: RunConfig, check_paths: bool = True) -> None:
     """Every selected domain has a teacher (and a server when teachers are served)."""
+    if run.mixture.mode == "adaptive":
+        raise ConfigError(
+            "mixture.mode=adaptive steers by GRPO's advantages, which distillation has none "
+            "of: distil with mixture=natural or mixture=weighted"
+        )
     d = run.distill
     if bad := sorted(set(d.teachers) - set(DOMAINS)):
         raise ConfigError(f"distill.teachers: unknown domains {bad}; valid: {', '.join(DOMAINS)}")

@@ -1,4 +1,5 @@
-"""Domain mixture sampler for GRPO: natural, weighted or scheduled quotas, TRL grouping, resumable.
+"""Domain mixture sampler for GRPO: natural, weighted, scheduled or adaptive quotas, TRL grouping,
+resumable.
 
 The index stream keeps the contract of TRL's ``RepeatSampler``: batches of ``batch_size``
 distinct prompts; each batch is repeated ``repeat_count`` times (several updates per
@@ -11,6 +12,8 @@ Randomness is counter-based: each permutation is drawn from ``random.Random`` se
 saved state (position, schedule step and per-domain counters) resumes it exactly on any machine.
 A ``MixtureSchedule`` (``rlvr.data.schedule``) makes the weights a function of the training step:
 batch ``b`` starts at step ``b * steps_per_batch`` and takes the schedule's shares there.
+``AdaptiveWeights`` (``rlvr.data.adaptive``) makes them a function of earlier batches' learning
+signals, which the trainer reports through ``observe``.
 """
 
 from __future__ import annotations
@@ -23,11 +26,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlvr.data.adaptive import AdaptiveWeights
 from rlvr.data.schedule import MixtureSchedule
 
 log = logging.getLogger(__name__)
 
-MODES: tuple[str, ...] = ("natural", "weighted")
+MODES: tuple[str, ...] = ("natural", "weighted", "adaptive")
 STATE_VERSION = 2  # 2: the schedule step joined the cursor (version 1 loads when unscheduled)
 
 
@@ -88,6 +92,7 @@ class MixtureSampler:
         num_batches: int | None = None,
         schedule: MixtureSchedule | None = None,
         steps_per_batch: int = 1,
+        adaptive: AdaptiveWeights | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mixture mode {mode!r}; valid modes: {', '.join(MODES)}")
@@ -97,6 +102,8 @@ class MixtureSampler:
             )
         if schedule is not None and (mode != "weighted" or weights):
             raise ValueError("a mixture schedule needs mode 'weighted' and no fixed weights")
+        if (mode == "adaptive") != (adaptive is not None) or (adaptive and (weights or schedule)):
+            raise ValueError("mode 'adaptive' takes its weights from ``adaptive`` alone")
         self.mini_repeat_count = mini_repeat_count
         self.batch_size = batch_size
         self.repeat_count = repeat_count
@@ -104,16 +111,26 @@ class MixtureSampler:
         self.seed = seed
         self.schedule = schedule
         self.steps_per_batch = steps_per_batch
+        self.adaptive = adaptive
         self.num_samples = len(domains)
         self.num_batches = self.num_samples // batch_size if num_batches is None else num_batches
         if self.num_batches < 1:
             raise ValueError(
                 f"{self.num_samples} rows cannot fill one batch of {batch_size} prompts"
             )
+        if adaptive is not None:
+            weights = dict(zip(adaptive.domains, adaptive.initial, strict=True))
         self.domain_names, self.weights, self._pools = _pools(domains, mode, weights, schedule)
+        if adaptive is not None and self.domain_names != sorted(adaptive.domains):
+            raise ValueError(
+                f"adaptive mixture domains {adaptive.domains} differ from the rows' "
+                f"{self.domain_names}"
+            )
         self._perm_cache: dict[tuple[int, int], list[int]] = {}
         # most prompts one batch takes from a pool; natural batches never straddle epochs
         peaks = self._scheduled_shares(None) if schedule else self.weights
+        if adaptive is not None:  # any domain may take all seats but the others' floors
+            peaks = [1.0 - (len(peaks) - 1) * adaptive.settings.floor] * len(peaks)
         self._max_quota = [
             0 if mode == "natural" else math.ceil(batch_size * w - 1e-9) for w in peaks
         ]
@@ -159,8 +176,17 @@ class MixtureSampler:
         if self.mode == "natural":
             return {}
         batch_start = step // self.steps_per_batch * self.steps_per_batch
-        shares = self._scheduled_shares(batch_start) if self.schedule else self.weights
+        if self.adaptive is not None:
+            shares = self._adaptive_shares(step // self.steps_per_batch)
+        else:
+            shares = self._scheduled_shares(batch_start) if self.schedule else self.weights
         return dict(zip(self.domain_names, shares, strict=True))
+
+    def observe(self, step: int, report) -> None:
+        """The learning signal of the batch trained at optimiser step ``step`` (adaptive mode:
+        ``rlvr.data.adaptive.batch_report``, summed over processes); other modes ignore it."""
+        if self.adaptive is not None:
+            self.adaptive.observe(step // self.steps_per_batch, report)
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -172,6 +198,7 @@ class MixtureSampler:
             "step": self._cursor.step,
             "drawn": list(self._cursor.drawn),
             "deficits": list(self._cursor.deficits),
+            **({"adaptive": self.adaptive.state_dict()} if self.adaptive else {}),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -194,6 +221,8 @@ class MixtureSampler:
         batch = int(state["batch"])
         step = int(state.get("step", batch * self.steps_per_batch))  # version 1: unscheduled
         self._cursor = _Cursor(batch, list(state["drawn"]), list(state["deficits"]), step)
+        if self.adaptive is not None:
+            self.adaptive.load_state_dict(state["adaptive"])
         self._offset = int(state["offset"])
 
     # -- internals ------------------------------------------------------------------------
@@ -213,7 +242,15 @@ class MixtureSampler:
         by_name = dict(zip(self.schedule.domains, shares, strict=True))
         return [by_name[d] for d in self.domain_names]
 
+    def _adaptive_shares(self, batch: int) -> list[float]:
+        """The adaptive shares of this sampler's pools (sorted names) for ``batch``."""
+        assert self.adaptive is not None
+        by_name = dict(zip(self.adaptive.domains, self.adaptive.shares(batch), strict=True))
+        return [by_name[d] for d in self.domain_names]
+
     def _current_weights(self) -> list[float]:
+        if self.adaptive is not None:
+            return self._adaptive_shares(self._cursor.batch)
         return self._scheduled_shares(self._cursor.step) if self.schedule else self.weights
 
     def _quotas(self) -> list[int]:
@@ -297,6 +334,8 @@ class MixtureSampler:
         )
         if self.schedule is not None:  # unscheduled fingerprints stay as version 1 wrote them
             desc += f"|schedule:{self.schedule.describe()}|{self.steps_per_batch}"
+        if self.adaptive is not None:
+            desc += f"|adaptive:{self.adaptive.settings.describe()}|{self.steps_per_batch}"
         return hashlib.sha256(desc.encode()).hexdigest()[:16]
 
 
@@ -315,7 +354,7 @@ def _pools(
     if schedule is not None:
         weights = dict(zip(schedule.domains, schedule.peak_shares(), strict=True))
     if not weights:
-        raise ValueError("mixture mode 'weighted' needs per-domain weights")
+        raise ValueError(f"mixture mode {mode!r} needs per-domain weights")
     if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
         raise ValueError(f"mixture weights must be >= 0 with a positive sum: {dict(weights)}")
     by_domain: dict[str, list[int]] = {}

@@ -47,7 +47,12 @@ PLAN_ONLY = {"model": ("shape",), "trainer": ("device_memory_gib", "device_tflop
 
 
 def _without_plan_only(resolved: dict) -> dict:
+    """Without what the resource plan alone reads, and without settings the run ignores
+    (a mixture's adaptive knobs outside adaptive mode), so adding them reruns nothing."""
     out = dict(resolved)
+    mixture = out.get("mixture")
+    if isinstance(mixture, dict) and mixture.get("mode") != "adaptive":
+        out["mixture"] = {k: v for k, v in mixture.items() if k != "adaptive"}
     for group, keys in PLAN_ONLY.items():
         if isinstance(out.get(group), dict):
             out[group] = {k: v for k, v in out[group].items() if k not in keys}

@@ -11,6 +11,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 
 from rlvr.config import ConfigError
+from rlvr.data.adaptive import load_mixture_state, save_mixture_state
 from rlvr.rewards.bridge import bridge_scores
 from rlvr.rollouts import unsupported as sampler_unsupported
 from rlvr.runs.folders import DataIdLog
@@ -134,12 +135,38 @@ class RLVRGRPOTrainer(GRPOTrainer):
             self._batch_inputs = None
         if training and self.mixture_sampler is not None:
             step = self.state.global_step
+            if self.mixture_sampler.adaptive is not None:
+                self._report_learning_signal(step, inputs, output["advantages"])
             for domain, weight in self.mixture_sampler.weights_at_step(step).items():
                 self._metrics["train"][f"{domain}/mixture_weight"].append(weight)
         if training and self.lookahead is not None:
             # the ratio is taken against the weights that sampled (one version back when ahead)
             output["old_per_token_logps"] = output["sampling_per_token_logps"]
         return output
+
+    def _report_learning_signal(self, step: int, inputs, advantages) -> None:
+        """This batch's per-domain learning signal, summed over the processes (every rank's
+        sampler must draw the same next batches), to the adaptive mixture; logged per step as
+        ``<domain>/adaptive_signal``."""
+        import torch
+
+        from rlvr.data.adaptive import batch_report
+
+        adaptive = self.mixture_sampler.adaptive
+        names = adaptive.domains
+        local = batch_report(
+            [x["domain"] for x in inputs], advantages.tolist(), adaptive.settings.signal
+        )
+        totals = torch.tensor(
+            [[local.get(d, (0.0, 0))[0], local.get(d, (0.0, 0))[1]] for d in names],
+            dtype=torch.float64,
+            device=self.accelerator.device,
+        )
+        totals = self.accelerator.reduce(totals, reduction="sum").cpu().tolist()
+        report = {d: (s, int(round(n))) for d, (s, n) in zip(names, totals, strict=True) if n}
+        self.mixture_sampler.observe(step, report)
+        for domain, (total, count) in report.items():
+            self._metrics["train"][f"{domain}/adaptive_signal"].append(total / count)
 
     def _generate(self, prompts):
         start = time.perf_counter()
@@ -247,15 +274,21 @@ class RLVRGRPOTrainer(GRPOTrainer):
         )
 
     def _save_checkpoint(self, model, trial):
+        folder = Path(self._get_output_dir(trial=trial)) / (
+            f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        )
         if self.lookahead is not None:
-            name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
-            self.lookahead.save(Path(self._get_output_dir(trial=trial)) / name)
+            self.lookahead.save(folder)
+        if self.mixture_sampler is not None and self.args.should_save:
+            save_mixture_state(self.mixture_sampler, folder, self.state.global_step)
         super()._save_checkpoint(model, trial)
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)
         if self.lookahead is not None and checkpoint is not None:
             self.lookahead.load(Path(checkpoint))
+        if self.mixture_sampler is not None and checkpoint is not None:
+            load_mixture_state(self.mixture_sampler, Path(checkpoint))
 
     def train(self, *args, **kwargs):
         try:

@@ -168,7 +168,7 @@ def _train_dataset(run: RunConfig, data: dict[str, DomainData]):
 
 def _sampler_factory(run: RunConfig, dataset):
     """The mixture sampler over the concatenated dataset, keeping TRL's GRPO grouping."""
-    from rlvr.config.checks import mixture_schedule
+    from rlvr.config.checks import mixture_adaptive, mixture_schedule
     from rlvr.data.mixture import MixtureSampler
 
     domains = dataset["domain"]
@@ -192,6 +192,7 @@ def _sampler_factory(run: RunConfig, dataset):
             seed=run.trainer.seed,
             schedule=schedule,
             steps_per_batch=steps_per_batch,
+            adaptive=mixture_adaptive(run),  # a fresh bandit per sampler: None unless adaptive
         )
 
     return factory
