@@ -182,3 +182,40 @@ def test_merge_cli_runs_a_conf_preset(family, tmp_path):
     info = json.loads((out / MERGE_INFO).read_text())
     assert (info["name"], info["method"]) == ("ta_dare", "dare_linear")
     assert info["params"]["density"] == 0.8 and info["seed"] == 0
+
+
+def sparse_expert(base: Path, out: Path, start: float, stop: float, seed: int) -> Path:
+    """The base model with seeded changes only in the slice [start, stop) of every tensor's
+    elements: RL-like sparse task vectors whose overlap the test controls."""
+    model = AutoModelForCausalLM.from_pretrained(base)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            flat = p.view(-1)
+            lo, hi = int(start * flat.numel()), int(stop * flat.numel())
+            flat[lo:hi] += 0.01 + 0.02 * torch.rand(hi - lo, generator=gen)
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(base).save_pretrained(out)
+    return out
+
+
+def test_ram_keeps_unique_changes_whole_and_averages_shared_ones(tmp_path):
+    base = ensure_tiny_model(tmp_path / "cache", SPEC)
+    a = sparse_expert(base, tmp_path / "a", 0.0, 0.6, seed=1)  # [0, .6)
+    b = sparse_expert(base, tmp_path / "b", 0.4, 1.0, seed=2)  # [.4, 1): [.4, .6) shared
+    ram = weights(merge_models("ram", base, [a, b], None, tmp_path / "ram"))
+    plus = weights(merge_models("ramplus_tl", base, [a, b], None, tmp_path / "ramplus"))
+    b0, wa, wb = weights(base), weights(a), weights(b)
+    name = "model.layers.0.mlp.up_proj.weight"
+    da, db = (wa[name] - b0[name]).view(-1), (wb[name] - b0[name]).view(-1)
+    n = da.numel()
+    lo, hi = int(0.4 * n), int(0.6 * n)
+    expected = (da + db).clone()
+    expected[lo:hi] = (da[lo:hi] + db[lo:hi]) / 2
+    torch.testing.assert_close((ram[name] - b0[name]).view(-1), expected, rtol=1e-4, atol=1e-6)
+    # RAM+ scales each expert's unique changes by 1 + r * min(shared / unique, alpha): here
+    # shared / unique = 0.2 / 0.4 = 0.5 for both, clamped to alpha 0.2 -> 1.02
+    boosted = (ram[name] - b0[name]).view(-1).clone()
+    boosted[:lo] *= 1.02
+    boosted[hi:] *= 1.02
+    torch.testing.assert_close((plus[name] - b0[name]).view(-1), boosted, rtol=1e-4, atol=1e-6)
