@@ -14,7 +14,7 @@ from rlvr.study.__main__ import load_study, plan
 from rlvr.study.commands import compose
 from rlvr.study.plan import DOMAINS, quote, register_optional_stage
 
-MERGES = ("average", "task_arithmetic", "ties", "ties_dare", "ta_dare", "sce")
+MERGES = ("average", "task_arithmetic", "ties", "ties_dare", "ta_dare", "sce", "ram", "ramplus_tl")
 
 
 # The plan's shape under test: one seed, and conf/study/embedded.yaml's optional stages
@@ -268,7 +268,7 @@ def test_m2rl_study_composes_for_gpu_clusters(tmp_path):
     assert "eval.backend" not in " ".join(expert)
     cfg = OmegaConf.to_container(compose(commands["eval-sft"][3:]))
     assert cfg["eval"]["backend"] == "vllm" and "aime24" in cfg["eval"]["tasks"]
-    assert len([s for s in stages if s.kind == "merge"]) == 6
+    assert len([s for s in stages if s.kind == "merge"]) == 8  # M2RL's six and the RAM pair
 
 
 def test_dry_run_prints_every_stage_with_command_and_dependencies(tmp_path):
@@ -282,7 +282,9 @@ def test_dry_run_prints_every_stage_with_command_and_dependencies(tmp_path):
     for s in stages:
         line = next(x for x in out.splitlines() if x.startswith(s.name + " "))
         assert line.split("after ")[1] == (",".join(s.deps) or "-")
-    assert out.count("-m rlvr.train") == 6 and out.count("-m rlvr.merge") == 6 + 10  # + the pairs
+    assert (
+        out.count("-m rlvr.train") == 6 and out.count("-m rlvr.merge") == len(MERGES) + 10
+    )  # + the pairs
     assert not (tmp_path / "study.json").exists()  # a dry run touches nothing
 
 
@@ -370,3 +372,79 @@ def test_the_manifest_records_what_the_numbers_ran_on():
     )
     assert env["packages"]["transformers"] == transformers.__version__
     assert env["cpus"] == os.cpu_count()
+
+
+def _sft_scores(root, scores: dict[str, tuple[float, float]]) -> None:
+    """``<root>/eval/sft/micro_<d>.json`` with the given (Avg@k, pass@k) per domain."""
+    import json
+
+    folder = root / "eval" / "sft"
+    folder.mkdir(parents=True)
+    for domain, (avg, pass_k) in scores.items():
+        summary = {"domain": domain, "avg_at_k": avg, "pass_at_k": pass_k}
+        (folder / f"micro_{domain}.json").write_text(json.dumps(summary))
+
+
+def test_the_cascade_chains_one_stage_per_domain_and_evaluates_each(tmp_path):
+    order = "study.cascade_order=[code,math,science,instruction,agent]"
+    _, stages, hashes, commands = _plan(tmp_path, "study.stages=[cascade]", order)
+    by_name = {s.name: s for s in stages}
+    chain = ["cascade-1-code-seed0", "cascade-2-math-seed0", "cascade-3-science-seed0",
+             "cascade-4-instruction-seed0", "cascade-5-agent-seed0"]  # fmt: skip
+    assert [s.name for s in stages if s.kind == "cascade"] == chain
+    assert by_name[chain[0]].deps == ("sft",)
+    for before, after in zip(chain, chain[1:], strict=False):
+        assert by_name[after].deps == (before,)
+        start = f"init_from={quote(str(by_name[before].out_dir / 'final'))}"
+        assert start in by_name[after].overrides
+    # each stage trains its domain with that domain's expert settings
+    assert "domains=[agent]" in by_name[chain[-1]].overrides
+    assert "trainer.max_steps=80" in by_name[chain[-1]].overrides  # tiny_study's agent arm
+    evals = {s.name for s in stages if s.kind == "eval"}
+    assert {"eval-cascade@1-code-seed0", "eval-cascade@4-instruction-seed0"} <= evals
+    assert "eval-cascade-seed0" in evals and "eval-cascade@5-agent-seed0" not in evals
+    assert "eval-cascade-seed0" in by_name["report"].deps
+
+
+def test_the_cascade_puts_the_least_room_first_and_keeps_the_order_it_ran(tmp_path):
+    from rlvr.study.arms import cascade_order, record_cascade_order
+
+    _sft_scores(tmp_path, {"math": (90, 95), "code": (40, 80), "science": (50, 60),
+                           "instruction": (30, 90), "agent": (10, 12)})  # fmt: skip
+    run = load_study(
+        ["experiment=tiny_study", "study.stages=[cascade]", f"study.out_dir={tmp_path}"]
+    )
+    order, source = cascade_order(run, tmp_path)
+    assert order == ["agent", "math", "science", "code", "instruction"]
+    assert "least room" in source
+    record_cascade_order(run, tmp_path)
+    _sft_scores(tmp_path / "later", {})
+    (tmp_path / "eval" / "sft" / "micro_agent.json").unlink()  # the scores change later ...
+    assert cascade_order(run, tmp_path)[0] == order  # ... the recorded order stays
+
+
+def test_a_cascade_order_must_name_every_domain_once(tmp_path):
+    with pytest.raises(ConfigError, match="cascade_order"):
+        _plan(tmp_path, "study.stages=[cascade]", "study.cascade_order=[math,math]")
+
+
+def test_the_adaptive_arm_is_the_mixed_arm_with_adaptive_weights(tmp_path):
+    _, stages, _, commands = _plan(tmp_path, "study.stages=[adaptive]")
+    by_name = {s.name: s for s in stages}
+    mixed, adaptive = by_name["mixed-seed0"].overrides, by_name["adaptive-seed0"].overrides
+    assert "mixture.mode=adaptive" in adaptive and "mixture.mode=weighted" not in adaptive
+    kept = [o for o in mixed if not o.startswith(("mixture.mode", "hydra.run.dir"))]
+    assert [o for o in adaptive if o in kept] == kept  # steps, weights (the start), init
+    assert by_name["adaptive-seed0"].kind == "adaptive"
+    assert "eval-adaptive-seed0" in by_name and by_name["eval-adaptive-seed0"].deps == (
+        "adaptive-seed0",
+    )
+
+
+def test_the_arms_hash_like_training_stages(tmp_path):
+    _, _, before, _ = _plan(tmp_path, "study.stages=[adaptive]")
+    _, _, after, _ = _plan(tmp_path, "study.stages=[adaptive]", "mixture.adaptive.floor=0.1")
+    assert before["adaptive-seed0"] != after["adaptive-seed0"]
+    # settings only the adaptive mixture reads leave every other stage as it was
+    assert before["mixed-seed0"] == after["mixed-seed0"]
+    assert before["expert-math-seed0"] == after["expert-math-seed0"]

@@ -359,6 +359,8 @@ class StudyConfig:
     # per arm (a domain's expert, or "mixed"): Hydra overrides for that arm's training stages
     # only, e.g. {agent: [algo.max_completion_length=192]}; its evaluations are the study's
     arm_overrides: dict[str, list[str]] = field(default_factory=dict)
+    # study.stages=[cascade]: the domains in training order; empty: the least room first
+    cascade_order: list[str] = field(default_factory=list)
     evaluate_base: bool = True  # the base model is a row of the tables too
     sft_model: str | None = None  # an existing SFT model: no SFT stage
     jobs: int = 1  # stages at once (local launchers); CPU threads are split between them

@@ -15,7 +15,7 @@ from rlvr.config import ConfigError, RunConfig
 from rlvr.planning.memory import GIB, Workload, memory, step_flops
 from rlvr.planning.shapes import ModelShape, model_shape
 
-TRAINING = ("sft", "expert", "mixed", "rl", "distill")
+TRAINING = ("sft", "expert", "mixed", "cascade", "adaptive", "rl", "distill")
 RUNTIME_BYTES = 2 * GIB  # CUDA context, communication buffers, allocator slack (accelerators)
 # what to change when a component does not fit
 REMEDY = {

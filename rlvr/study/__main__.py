@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 from rlvr.config import ConfigError, RunConfig, validate
 from rlvr.planning import StagePlan, assumptions, check_fits, format_plan
 from rlvr.study import slurm
+from rlvr.study.arms import record_cascade_order
 from rlvr.study.commands import (
     accelerate_layout,
     command,
@@ -130,6 +131,7 @@ def run_study(argv: list[str]) -> int:
         )
         return 0
     reconciled = reconcile(root, stages, hashes, s.force)
+    record_cascade_order(run, root)  # a later run plans the same cascade stages
     submitted = slurm.submitted_jobs(root)  # what a driver that died left queued or running
     summary = {"experiment": run.experiment, "argv": argv, "launcher": s.launcher, **vars(s),
                "environment": environment()}  # fmt: skip

@@ -19,7 +19,7 @@ from typing import NamedTuple
 from omegaconf import DictConfig, OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, register_configs, validate
-from rlvr.study.plan import Stage
+from rlvr.study.plan import GRPO_KINDS, Stage
 
 # The config each kind of stage reads: a changed GRPO learning rate reruns the GRPO stages and
 # what depends on them, not the SFT. Kinds not listed (optional stages) hash everything but
@@ -37,7 +37,7 @@ HASHED: dict[str, tuple[str, ...]] = {
                "trainer.infra_error_min_samples", "trainer.verifier_timeout_s", "sandbox",
                "paths.data_dir", "init_from", "filter"),
 }  # fmt: skip
-HASHED["mixed"] = HASHED["expert"]
+HASHED["mixed"] = HASHED["cascade"] = HASHED["adaptive"] = HASHED["expert"]
 # Settings no optional stage hashes: how a stage is tracked, resumed or launched, and the
 # filter's, which only the filter stage reads (HASHED lists them for it).
 UNHASHED = ("resume", "logger", "study", "stage", "run_name", "filter", "dry_run")
@@ -160,7 +160,7 @@ def training_steps(run: RunConfig, kind: str) -> int:
 
 def sampled_tokens(run: RunConfig, kind: str) -> int:
     """Completion tokens a GRPO stage may sample: the scheduler's size of the stage."""
-    if kind not in ("expert", "mixed"):
+    if kind not in GRPO_KINDS:
         return 0
     a = run.algo
     per_step = a.prompts_per_step * a.num_generations * a.max_completion_length

@@ -18,6 +18,8 @@ from tasks.schema import DOMAINS
 log = logging.getLogger(__name__)
 
 TRAINING_KINDS = ("sft", "expert", "mixed")
+GRPO_KINDS = ("expert", "mixed", "cascade", "adaptive")  # stages that run rlvr.train
+ARMS_BEYOND = ("cascade", "adaptive")  # optional arms (rlvr.study.arms) with arm_overrides
 
 
 @dataclass(frozen=True)
@@ -132,11 +134,12 @@ def check_plan_names(run: RunConfig) -> None:
     if s.merges and len(s.domains) < 2:
         raise ConfigError("study.merges needs at least two domains' experts to merge")
     _check_benchmarks(run)
-    known = [*DOMAINS, "mixed"]
+    known = [*DOMAINS, "mixed", *ARMS_BEYOND]
     if bad := [a for a in s.arm_overrides if a not in known]:
         raise ConfigError(f"study.arm_overrides: unknown arms {bad}; arms are {known}")
     # an experiment file sets every arm; a study narrowed on the command line uses some of them
-    arms = [*s.domains, *(["mixed"] if s.mixed else [])]
+    arms = [*s.domains, *(["mixed"] if s.mixed or "adaptive" in s.stages else [])]
+    arms += [a for a in ARMS_BEYOND if a in s.stages]
     if unused := [a for a, values in s.arm_overrides.items() if values and a not in arms]:
         log.warning("study.arm_overrides for %s unused: this study's arms are %s", unused, arms)
     if bad := [o for v in s.arm_overrides.values() for o in v if "=" not in str(o)]:
@@ -201,12 +204,15 @@ def _training_stage(name: str, kind: str, entry: str, out: Path, extra: list[str
     )
 
 
-def _grpo_overrides(ctx: PlanContext, arm: str, domains: Sequence[str], seed: int) -> list[str]:
+def _grpo_overrides(
+    ctx: PlanContext, arm: str, domains: Sequence[str], seed: int, init: str | None = None
+) -> list[str]:
     """An expert's or the mixed arm's own overrides: they differ in their domains, the rows the
-    data stages selected for those domains, and the arm's own ``study.arm_overrides``."""
+    data stages selected for those domains, and the arm's own ``study.arm_overrides``. They
+    start from the SFT model unless ``init`` names another (a cascade's previous stage)."""
     return [
         _domain_option(ctx.run, domains),
-        f"init_from={quote(ctx.sft.path)}",
+        f"init_from={quote(init or ctx.sft.path)}",
         f"trainer.seed={seed}",
         "resume=true",
         *(o for d in domains for o in ctx.data.get(d, ())),
