@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rlvr.analysis.outputs import report_section
 from rlvr.config import ConfigError, RunConfig
+from rlvr.reporting.arms import arms_table, cascade_table, weights_plot
 from rlvr.reporting.calibration import calibration_table
 from rlvr.reporting.paper import paper_view
 from rlvr.reporting.plots import bar_plot, reward_curves
@@ -64,6 +65,10 @@ def build_report(
         diff_table(results, metric),
         cost_table(results, runs or {}, metric),
     )
+    arms = arms_table(results, metric)  # beyond mixed and merged: every arm's avg and compute
+    tables += (arms,) if _beyond_the_paper(results) else ()
+    cascade = cascade_table(results, metric)  # does a later stage undo an earlier one?
+    tables += (cascade,) if cascade.rows else ()
     room = calibration_table(results)  # does the SFT model leave RL room on each set?
     tables += (room,) if room.rows else ()
     paper = paper_view(study, results, metric, runs or {})  # beside the published numbers
@@ -72,11 +77,17 @@ def build_report(
     images = [bar_plot(results, metric, folder / "benchmarks.png")]
     curves = reward_curves(*_curve_runs(results, runs or {}), folder / "reward_curves.png")
     images += [curves] if curves else []
+    weights = weights_plot(results, folder / "mixture_weights.png")  # the adaptive arm's
+    images += [weights] if weights else []
     analyses = report_section(study)  # rlvr.analyze's tables and figures, when present
     parts = [_markdown(tables, images), _paper_markdown(paper), *analyses]
     (folder / "report.md").write_text("\n".join(parts))
     log.info("report written to %s", folder)
     return Report(folder, (*tables, *paper), tuple(images))
+
+
+def _beyond_the_paper(results: Sequence[ModelResult]) -> bool:
+    return any(r.role in ("cascade", "adaptive", "distill") for r in results)
 
 
 def _curve_runs(
@@ -98,7 +109,7 @@ def _curve_runs(
         domains = g.first.info.get("domains") or []
         if not dirs:
             continue
-        if g.role == "mixed":
+        if g.role in ("mixed", "adaptive"):
             mixed[g.label] = dirs
         elif g.role == "expert" and len(domains) == 1:
             experts.setdefault(domains[0], dirs)

@@ -31,7 +31,7 @@ def bar_plot(results: Sequence[ModelResult], metric: str, path: Path) -> Path:
     """One group of bars per benchmark, one bar per model (mean over seeds, sd as error bar)."""
     plt = _pyplot()
     benches = benchmark_order(results)
-    groups = group_results(results)
+    groups = [g for g in group_results(results) if g.role != "cascade_stage"]
     width = 0.8 / max(1, len(groups))
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(benches) * max(1, len(groups)) ** 0.5), 4))
     colors = plt.get_cmap("tab20").colors  # 20 distinct colours: models never share one

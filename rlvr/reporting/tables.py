@@ -23,7 +23,9 @@ from rlvr.reporting.seeds import (
 from rlvr.runs.accounting import run_cost, sum_compute
 from tasks.schema import DOMAINS
 
-ROLES = ("base", "sft", "expert", "merge", "mixed", "distill", "other")
+# cascade_stage: a cascade's model before its last stage (rlvr.reporting.arms tabulates them)
+ROLES = ("base", "sft", "expert", "merge", "mixed", "adaptive", "cascade", "distill",
+         "cascade_stage", "other")  # fmt: skip
 MT_OPD = "mt_opd"  # label stem of the study's multi-teacher distillation models
 Cell = Stat | float | int | str | None  # Stat: a score over seeds
 
@@ -58,6 +60,10 @@ def infer_role(label: str, info: Mapping[str, Any], overrides: Mapping[str, str]
         if key in overrides:
             return overrides[key]
     lowered = stem.lower()
+    if lowered.startswith("cascade@"):
+        return "cascade_stage"
+    if lowered in ("cascade", "adaptive"):  # the study's arms beyond the paper
+        return lowered
     if lowered in ("base", "sft") or lowered.startswith("mixed"):
         return "mixed" if lowered.startswith("mixed") else lowered
     if "distill" in info or lowered.startswith(MT_OPD):
@@ -130,9 +136,10 @@ def domain_scores(r: ModelResult, benches, metric: str) -> dict[str, float | Non
 
 
 def main_table(results: Sequence[ModelResult], metric: str) -> Table:
-    """One row per model (its seeds as mean ± sd), one column per benchmark, and the average."""
+    """One row per model (its seeds as mean ± sd), one column per benchmark, and the average;
+    a cascade's intermediate models have their own table."""
     benches = benchmark_order(results)
-    groups = group_results(results)
+    groups = [g for g in group_results(results) if g.role != "cascade_stage"]
     seeded = any(g.n >= 2 for g in groups)  # the seeds column only where it says something
     rows = []
     for g in groups:
