@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.rlvr-installed
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 PYTEST := $(OFFLINE) WANDB_MODE=disabled $(BIN)/python -m pytest
 
-.PHONY: setup study demo real-smoke test test-fast test-slow lint bench clean
+.PHONY: setup study study-arms demo real-smoke test test-fast test-slow lint bench clean
 
 $(STAMP): pyproject.toml scripts/setup_env.sh
 	bash scripts/setup_env.sh
@@ -18,6 +18,10 @@ setup: $(STAMP)
 
 study: $(STAMP)
 	$(OFFLINE) $(BIN)/python -m rlvr.study experiment=tiny_study
+
+# The arms beyond the paper (cascade, adaptive mixture) added to make study's folder
+study-arms: $(STAMP)
+	$(OFFLINE) $(BIN)/python -m rlvr.study experiment=tiny_study_arms
 
 demo: $(STAMP)
 	$(OFFLINE) $(BIN)/python -m rlvr.train experiment=demo

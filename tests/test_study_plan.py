@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from rlvr.config import ConfigError
 from rlvr.study.__main__ import load_study, plan
 from rlvr.study.commands import compose
-from rlvr.study.plan import DOMAINS, quote, register_optional_stage
+from rlvr.study.plan import DOMAINS, quote, register_optional_stage, study_root
 
 MERGES = ("average", "task_arithmetic", "ties", "ties_dare", "ta_dare", "sce", "ram", "ramplus_tl")
 
@@ -269,6 +269,27 @@ def test_m2rl_study_composes_for_gpu_clusters(tmp_path):
     cfg = OmegaConf.to_container(compose(commands["eval-sft"][3:]))
     assert cfg["eval"]["backend"] == "vllm" and "aime24" in cfg["eval"]["tasks"]
     assert len([s for s in stages if s.kind == "merge"]) == 8  # M2RL's six and the RAM pair
+    # MT-OPD and the arms beyond the paper, the cascade in its stated order
+    names = [s.name for s in stages]
+    assert "mt_opd-seed0" in names and "adaptive-seed0" in names
+    cascade = [n for n in names if n.startswith("cascade-")]
+    assert cascade == ["cascade-1-instruction-seed0", "cascade-2-math-seed0",
+                       "cascade-3-science-seed0", "cascade-4-code-seed0", "cascade-5-agent-seed0"]  # fmt: skip
+    assert "domains=[m2rl/code]" in commands["cascade-4-code-seed0"]
+    assert "accelerate.commands.launch" in commands["adaptive-seed0"]
+
+
+def test_the_arms_preset_adds_its_arms_to_the_tiny_study_folder(tmp_path):
+    outputs = f"paths.output_root={tmp_path}"
+    run, stages, hashes, _, _ = plan(["experiment=tiny_study_arms", outputs])
+    plain, _, plain_hashes, _, _ = plan(["experiment=tiny_study", outputs])
+    assert study_root(run) == study_root(plain) == (tmp_path / "tiny_study").resolve()
+    names = {s.name for s in stages}
+    assert {"cascade-5-agent-seed1", "adaptive-seed1", "eval-cascade-seed0"} <= names
+    # everything make study runs is reused as it is
+    shared = set(plain_hashes) - {"analyze", "report"}
+    assert shared < names
+    assert all(hashes[n] == plain_hashes[n] for n in shared)
 
 
 def test_dry_run_prints_every_stage_with_command_and_dependencies(tmp_path):
