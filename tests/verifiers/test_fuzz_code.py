@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from fuzz_support import binary_text, huge_text, run_and_check, timed_in_threads, with_think
+from fuzz_support import MANY, binary_text, huge_text, run_and_check, timed_in_threads, with_think
 
 from tasks.adapters.code import LEETCODE_SETUP, io_reference
 from tasks.micro import code as micro_code
@@ -274,6 +274,6 @@ def test_fuzz_code_slice(verifier):
 
 @pytest.mark.slow
 def test_fuzz_code_many(verifier):
-    summary = fuzz(verifier, seed=1, count=10_000)
+    summary = fuzz(verifier, seed=1, count=MANY)
     for status in ("correct", "wrong", "format_error", "timeout"):
         assert summary.statuses[status] > 0, summary.statuses

@@ -18,7 +18,7 @@ from typing import Any
 import _requirements as required
 import pytest
 from fuzz_ifeval_inputs import checked, generated_reference, response
-from fuzz_support import run_and_check, timed_through_pool
+from fuzz_support import MANY, run_and_check, timed_through_pool
 
 from tasks.micro import instruction as micro_instruction
 from tasks.schema import reference_of
@@ -95,5 +95,5 @@ def test_fuzz_ifeval_slice(pool, corpus):
 
 @pytest.mark.slow
 def test_fuzz_ifeval_many(pool, corpus):
-    summary = fuzz(pool, seed=1, count=10_000, corpus=corpus)
+    summary = fuzz(pool, seed=1, count=MANY, corpus=corpus)
     assert summary.statuses["correct"] > 0 and summary.statuses["wrong"] > 0

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fuzz_support import binary_text, huge_text, run_and_check, timed_through_pool, with_think
+from fuzz_support import MANY, binary_text, huge_text, run_and_check, timed_through_pool, with_think
 
 import tasks.environments  # noqa: F401  (registers the workplace verifier)
 from rlvr.data.agent import rollout_text
@@ -211,6 +211,6 @@ def test_fuzz_workplace_slice(pool):
 
 @pytest.mark.slow
 def test_fuzz_workplace_many(pool):
-    summary = fuzz(pool, seed=1, count=10_000)
+    summary = fuzz(pool, seed=1, count=MANY)
     for status in ("correct", "wrong", "format_error"):
         assert summary.statuses[status] > 0, summary.statuses
