@@ -1,5 +1,6 @@
-"""Adaptive domain weights (``mixture.mode=adaptive``): a UCB bandit over the domains, scored by
-where the policy still learns.
+"""Adaptive domain weights (``mixture.mode=adaptive``): a UCB bandit over the domains.
+
+Each domain is scored by where the policy still learns.
 
 After DUMP (arXiv 2504.09710). Each generation batch reports, per domain, the sum of a learning
 signal over its completions and how many completions there were: ``abs_advantage`` (mean

@@ -1,5 +1,4 @@
-"""Every way of training on all domains side by side: the arms table, the cascade's stages and the
-adaptive mixture's weights over steps.
+"""Every arm side by side: the arms table, the cascade's stages, the adaptive weights over steps.
 
 An arm is a way to get one model for every domain: mixed training, the best merge of the
 experts, MT-OPD, the cascade and the adaptive mixture (``rlvr.study.arms``). The arms table
