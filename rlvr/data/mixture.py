@@ -1,7 +1,5 @@
 """Domain mixture sampler for GRPO: natural, weighted, scheduled or adaptive quotas; resumable.
 
-It keeps TRL's grouping.
-
 The index stream keeps the contract of TRL's ``RepeatSampler``: batches of ``batch_size``
 distinct prompts; each batch is repeated ``repeat_count`` times (several updates per
 generation batch) and inside it every prompt index is repeated ``mini_repeat_count``
