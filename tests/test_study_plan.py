@@ -439,9 +439,15 @@ def test_the_cascade_puts_the_least_room_first_and_keeps_the_order_it_ran(tmp_pa
     assert order == ["agent", "math", "science", "code", "instruction"]
     assert "least room" in source
     record_cascade_order(run, tmp_path)
-    _sft_scores(tmp_path / "later", {})
     (tmp_path / "eval" / "sft" / "micro_agent.json").unlink()  # the scores change later ...
     assert cascade_order(run, tmp_path)[0] == order  # ... the recorded order stays
+    # without the study's own evaluation, rlvr.calibrate's scores order it
+    fresh = tmp_path / "fresh"
+    _sft_scores(fresh / "calibration", {"math": (10, 90), "code": (40, 45)})
+    run = load_study(["experiment=tiny_study", "study.domains=[math,code]",
+                      "study.stages=[cascade]", f"study.out_dir={fresh}"])  # fmt: skip
+    order, source = cascade_order(run, fresh)
+    assert order == ["code", "math"] and "calibration" in source
 
 
 def test_a_cascade_order_must_name_every_domain_once(tmp_path):

@@ -51,7 +51,7 @@ def cascade_order(run: RunConfig, root: Path) -> tuple[list[str], str]:
         kept = json.loads(recorded.read_text())
         if sorted(kept["order"]) == sorted(s.domains):
             return list(kept["order"]), f"{recorded} ({kept['source']})"
-    for folder in (root / "eval", root / "calibration"):
+    for folder in (root / "eval", root / "calibration" / "eval"):  # the study's, rlvr.calibrate's
         room = _room(folder, s.domains)
         if room:
             order = sorted(s.domains, key=lambda d: (room.get(d, float("inf")), s.domains.index(d)))
