@@ -256,7 +256,7 @@ def test_the_study_plans_mt_opd_after_each_seeds_experts(tmp_path):
 
     argv = ["experiment=tiny_study", f"study.out_dir={tmp_path}", "study.stages=[mt_opd]",
             "study.seeds=[0,1]", "study.merges=[ties]"]  # fmt: skip
-    _, stages, _, _, _ = plan(argv)
+    stages = plan(argv).stages
     by_name = {s.name: s for s in stages}
     domains = ("math", "code", "science", "instruction", "agent")
     for seed in (0, 1):

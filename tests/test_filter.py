@@ -148,7 +148,7 @@ def test_the_filter_is_a_study_stage_after_sft_and_the_grpo_arms_train_on_its_ro
 
     args = ["experiment=tiny_study", f"study.out_dir={tmp_path}", "study.stages=[filter]"]
     args += ["study.domains=[math,code]", "study.merges=[]"]
-    run, stages, hashes, commands, _ = plan(args)
+    run, stages, hashes, _, commands, _ = plan(args)
     by_name = {s.name: s for s in stages}
     stage = by_name["filter"]
     assert stage.deps == ("sft",) and stage.entry == "rlvr.filter"
@@ -172,11 +172,11 @@ def test_the_filter_is_a_study_stage_after_sft_and_the_grpo_arms_train_on_its_ro
     assert not any("domains.math" in o for o in by_name["expert-code-seed0"].overrides)
     assert not any("rows_" in o for o in by_name["eval-sft"].overrides)  # same benchmarks
     assert "filter" in by_name["report"].deps
-    _, _, other, _, _ = plan([*args, "mixture.train_size=10"])
+    other = plan([*args, "mixture.train_size=10"]).hashes
     assert other["filter"] != hashes["filter"]  # the rows it reads changed
-    _, _, same, _, _ = plan([*args, "eval.k=2", "algo.learning_rate=1e-3"])
+    same = plan([*args, "eval.k=2", "algo.learning_rate=1e-3"]).hashes
     assert same["filter"] == hashes["filter"]  # settings neither it nor the SFT reads
-    _, _, band, _, _ = plan([*args, "filter.include_high=true"])  # on the study's command line
+    band = plan([*args, "filter.include_high=true"]).hashes  # on the study's command line
     assert band["sft"] == hashes["sft"] and band["eval-sft"] == hashes["eval-sft"]
     for changed in ("filter", "expert-math-seed0", "mixed-seed0", "eval-mixed-seed0"):
         assert band[changed] != hashes[changed]  # new rows retrain the arms

@@ -11,7 +11,14 @@ from omegaconf import OmegaConf
 
 from rlvr.config import ConfigError
 from rlvr.study.__main__ import load_study, plan
-from rlvr.study.commands import compose
+from rlvr.study.commands import compose, hash_plan, stage_config, user_overrides
+from rlvr.study.manifest import (
+    adopt_earlier_hashes,
+    read_json,
+    reconcile,
+    recorded_root,
+    write_json,
+)
 from rlvr.study.plan import DOMAINS, quote, register_optional_stage, study_root
 
 MERGES = ("average", "task_arithmetic", "ties", "ties_dare", "ta_dare", "sce", "ram", "ramplus_tl")
@@ -24,7 +31,8 @@ SHAPE = ("study.seeds=[0]", "study.stages=[neighbourhood,analyze]")
 
 def _plan(tmp_path, *extra: str):
     """(run, stages, hashes, commands) of the reduced tiny study."""
-    return plan(["experiment=tiny_study", *SHAPE, f"study.out_dir={tmp_path}", *extra])[:4]
+    planned = plan(["experiment=tiny_study", *SHAPE, f"study.out_dir={tmp_path}", *extra])
+    return planned.run, planned.stages, planned.hashes, planned.commands
 
 
 def test_tiny_study_expands_to_every_stage_with_its_dependencies(tmp_path):
@@ -260,7 +268,7 @@ def test_training_stages_run_under_accelerate_when_the_study_names_a_config(tmp_
 
 
 def test_m2rl_study_composes_for_gpu_clusters(tmp_path):
-    run, stages, _, commands, _ = plan(["experiment=m2rl_study", f"study.out_dir={tmp_path}"])
+    run, stages, _, _, commands, _ = plan(["experiment=m2rl_study", f"study.out_dir={tmp_path}"])
     assert run.model.name == "Qwen/Qwen3-4B-Base" and run.study.launcher == "slurm"
     assert run.algo.num_generations == 16 and run.algo.learning_rate == 2e-6
     expert = commands["expert-code-seed0"]
@@ -281,8 +289,8 @@ def test_m2rl_study_composes_for_gpu_clusters(tmp_path):
 
 def test_the_arms_preset_adds_its_arms_to_the_tiny_study_folder(tmp_path):
     outputs = f"paths.output_root={tmp_path}"
-    run, stages, hashes, _, _ = plan(["experiment=tiny_study_arms", outputs])
-    plain, _, plain_hashes, _, _ = plan(["experiment=tiny_study", outputs])
+    run, stages, hashes, *_ = plan(["experiment=tiny_study_arms", outputs])
+    plain, _, plain_hashes, *_ = plan(["experiment=tiny_study", outputs])
     assert study_root(run) == study_root(plain) == (tmp_path / "tiny_study").resolve()
     names = {s.name for s in stages}
     assert {"cascade-5-agent-seed1", "adaptive-seed1", "eval-cascade-seed0"} <= names
@@ -290,6 +298,45 @@ def test_the_arms_preset_adds_its_arms_to_the_tiny_study_folder(tmp_path):
     shared = set(plain_hashes) - {"analyze", "report"}
     assert shared < names
     assert all(hashes[n] == plain_hashes[n] for n in shared)
+
+
+def test_a_moved_study_folder_keeps_every_stage_and_an_earlier_folder_is_adopted(tmp_path):
+    """Paths inside the folder enter the hashes relative to it: copying a finished study to
+    another disk reruns nothing. A folder whose markers hold the earlier, absolute-path hashes
+    (from its old place, named in its study.json) is adopted: every stage reused."""
+    old, new = tmp_path / "scratch" / "tiny_study", tmp_path / "home" / "tiny_study"
+    at_old, at_new = (plan([*SMALL, f"study.out_dir={root}"]) for root in (old, new))
+    assert at_old.hashes == at_new.hashes
+    assert any(str(old) in " ".join(c) for c in at_old.commands.values())  # paths do differ
+    # a folder finished at ``old`` under the earlier hashing, then moved to ``new``
+    absolute = hash_plan(at_old.stages, _configs(at_old), old, str(old))
+    assert absolute["expert-math-seed0"] != at_old.hashes["expert-math-seed0"]
+    for stage in at_new.stages:
+        for out in stage.outputs:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text("x")
+        write_json(new / ".stages" / f"{stage.name}.done.json", {"hash": absolute[stage.name]})
+    entries = {s.name: {"config_hash": absolute[s.name], "log": str(old / "logs" / f"{s.name}.log")}
+               for s in at_old.stages}  # fmt: skip
+    write_json(new / "study.json", {"plan": {}, "stages": entries})
+    assert recorded_root(new) == old
+    before = reconcile(new, at_new.stages, at_new.hashes, force=False)
+    assert "expert-math-seed0" in before.stale  # what happened before the earlier hashes
+    earlier = plan([*SMALL, f"study.out_dir={new}"]).earlier
+    adopted = adopt_earlier_hashes(new, at_new.stages, at_new.hashes, earlier)
+    assert set(adopted) >= {"expert-math-seed0", "eval-mixed-seed0", "eval-ties-seed0", "report"}
+    after = reconcile(new, at_new.stages, at_new.hashes, force=False)
+    assert set(after.reuse) == {s.name for s in at_new.stages} and not after.stale
+    assert read_json(new / "study.json")["stages"]["sft"]["config_hash"] == at_new.hashes["sft"]
+
+
+SMALL = ("experiment=tiny_study", "study.seeds=[0]", "study.merges=[ties]", "study.stages=[]",
+         "study.domains=[math,code]")  # fmt: skip
+
+
+def _configs(planned):
+    base = user_overrides([*SMALL, f"study.out_dir={study_root(planned.run)}"])
+    return {s.name: stage_config(base, s) for s in planned.stages}
 
 
 def test_dry_run_prints_every_stage_with_command_and_dependencies(tmp_path):

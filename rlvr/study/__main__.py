@@ -36,7 +36,7 @@ from rlvr.study.commands import (
 )
 from rlvr.study.environment import environment
 from rlvr.study.launchers import StageJob, make_launcher, thread_env
-from rlvr.study.manifest import Manifest, reconcile
+from rlvr.study.manifest import Manifest, adopt_earlier_hashes, reconcile, recorded_root
 from rlvr.study.plan import Stage, build_plan, study_root
 from rlvr.study.progress import Progress, closing_screen, print_plan
 from rlvr.study.resources import resource_plan
@@ -65,6 +65,7 @@ class StudyPlan(NamedTuple):
     run: RunConfig
     stages: list[Stage]
     hashes: dict[str, str]
+    earlier: dict[str, str]  # the hashes before study folders could move (absolute paths)
     commands: dict[str, list[str]]
     resources: list[StagePlan]  # memory per device and step time of every stage
 
@@ -85,9 +86,11 @@ def plan(argv: list[str]) -> StudyPlan:
         else s
         for s in planned
     ]
-    hashes = hash_plan(stages, configs)
+    root = study_root(run)
+    hashes = hash_plan(stages, configs, root)
+    earlier = hash_plan(stages, configs, root, str(recorded_root(root) or root))
     commands = {s.name: command(s, base, run.study.accelerate) for s in stages}
-    return StudyPlan(run, stages, hashes, commands, resource_plan(stages, configs, run))
+    return StudyPlan(run, stages, hashes, earlier, commands, resource_plan(stages, configs, run))
 
 
 def _lock(root: Path):
@@ -103,7 +106,7 @@ def _lock(root: Path):
 
 
 def run_study(argv: list[str]) -> int:
-    run, stages, hashes, commands, resources = plan(argv)
+    run, stages, hashes, earlier, commands, resources = plan(argv)
     s, root = run.study, study_root(run)
     layout = accelerate_layout(s.accelerate)
     spread = {st.name: machines(st, s.accelerate) for st in stages}
@@ -130,6 +133,8 @@ def run_study(argv: list[str]) -> int:
             f"cancelled {len(cancelled)} SLURM jobs of {root}: {' '.join(cancelled) or '-'}\n"
         )
         return 0
+    if adopted := adopt_earlier_hashes(root, stages, hashes, earlier):
+        log.info("%d finished stages kept through the new config hashing", len(adopted))
     reconciled = reconcile(root, stages, hashes, s.force)
     record_cascade_order(run, root)  # a later run plans the same cascade stages
     submitted = slurm.submitted_jobs(root)  # what a driver that died left queued or running

@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -38,6 +38,8 @@ HASHED: dict[str, tuple[str, ...]] = {
                "paths.data_dir", "init_from", "filter"),
 }  # fmt: skip
 HASHED["mixed"] = HASHED["cascade"] = HASHED["adaptive"] = HASHED["expert"]
+# How paths inside the study folder enter a hash: the folder can move without rerunning.
+STUDY_ROOT = "<study>"
 # Settings no optional stage hashes: how a stage is tracked, resumed or launched, and the
 # filter's, which only the filter stage reads (HASHED lists them for it).
 UNHASHED = ("resume", "logger", "study", "stage", "run_name", "filter", "dry_run")
@@ -126,8 +128,18 @@ def _composed(overrides: tuple[str, ...]) -> RunConfig:
     return run
 
 
-def config_hash(run: RunConfig, stage: Stage, dep_hashes: Mapping[str, str]) -> str:
-    """The hash of one stage's config, entry point, own overrides and inputs' hashes."""
+def config_hash(
+    run: RunConfig,
+    stage: Stage,
+    dep_hashes: Mapping[str, str],
+    root: Path | None = None,
+    root_as: str = STUDY_ROOT,
+) -> str:
+    """The hash of one stage's config, entry point, own overrides and inputs' hashes.
+
+    Paths inside the study folder ``root`` (the SFT model a stage starts from, an evaluation's
+    output folder) enter as ``root_as``, so a study folder moved elsewhere keeps its stages.
+    """
     resolved = OmegaConf.to_container(OmegaConf.structured(run), resolve=True)
     assert isinstance(resolved, dict)
     part = _hashed_part(resolved, stage.kind)
@@ -137,15 +149,33 @@ def config_hash(run: RunConfig, stage: Stage, dep_hashes: Mapping[str, str]) -> 
         "config": part,
         "deps": {d: dep_hashes[d] for d in stage.deps},
     }
+    if root is not None:
+        payload = _rooted(payload, str(root), root_as)
     text = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def hash_plan(stages: Sequence[Stage], configs: Mapping[str, RunConfig]) -> dict[str, str]:
+def _rooted(value: Any, root: str, root_as: str) -> Any:
+    """``value`` with every string's ``root`` written as ``root_as``."""
+    if isinstance(value, str):
+        return value.replace(root, root_as)
+    if isinstance(value, dict):
+        return {k: _rooted(v, root, root_as) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rooted(v, root, root_as) for v in value]
+    return value
+
+
+def hash_plan(
+    stages: Sequence[Stage],
+    configs: Mapping[str, RunConfig],
+    root: Path | None = None,
+    root_as: str = STUDY_ROOT,
+) -> dict[str, str]:
     """Config hash of every stage, dependencies first (their hashes enter their dependents')."""
     hashes: dict[str, str] = {}
     for stage in stages:
-        hashes[stage.name] = config_hash(configs[stage.name], stage, hashes)
+        hashes[stage.name] = config_hash(configs[stage.name], stage, hashes, root, root_as)
     return hashes
 
 

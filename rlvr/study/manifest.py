@@ -86,6 +86,39 @@ def invalidate(root: Path, stage: Stage) -> None:
         shutil.rmtree(stage.out_dir)
 
 
+def recorded_root(root: Path) -> Path | None:
+    """Where the folder's last run had it (its logs' parent in ``study.json``): a folder moved
+    since then names its old place here."""
+    entries = (read_json(root / MANIFEST) or {}).get("stages", {})
+    logs = [e.get("log") for e in entries.values() if isinstance(e, dict) and e.get("log")]
+    return Path(logs[0]).parents[1] if logs else None
+
+
+def adopt_earlier_hashes(
+    root: Path, stages: Sequence[Stage], hashes: Mapping[str, str], earlier: Mapping[str, str]
+) -> list[str]:
+    """Rewrite the markers and record of stages that ran under the earlier hashing (absolute
+    paths, before a folder could move) to their current hash, so they are reused, not rerun.
+    The earlier hash is recomputed from this plan, so only unchanged stages match it."""
+    adopted = []
+    manifest = read_json(root / MANIFEST)
+    for stage in stages:
+        old, new = earlier[stage.name], hashes[stage.name]
+        if old == new:
+            continue
+        for path in (marker_path(root, stage.name), root / MARKERS / f"{stage.name}.started.json"):
+            record = read_json(path)
+            if record and record.get("hash") == old:
+                write_json(path, {**record, "hash": new})
+                adopted.append(stage.name)
+        entry = (manifest or {}).get("stages", {}).get(stage.name)
+        if isinstance(entry, dict) and entry.get("config_hash") == old:
+            entry["config_hash"] = new
+    if manifest and adopted:
+        write_json(root / MANIFEST, manifest)
+    return sorted(set(adopted))
+
+
 @dataclass(frozen=True)
 class Reconciled:
     """What to do with each stage given what the folder already holds."""
