@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from rlvr.study.profile import format_profile, one_seed, profile
 from rlvr.training.checkpoints import latest_complete_checkpoint
 
 pytestmark = pytest.mark.slow
@@ -121,6 +122,23 @@ def test_sigkill_during_an_expert_then_rerun_gives_the_same_tables(reference, tm
     assert {e["status"] for e in final.values()} == {"skipped"}
     assert all(e["wall_s"] and e["device_s"] for e in final.values())  # facts kept on reuse
     assert "14 skipped" in again.stdout
+    # the profile: stages the local launcher ran carry their CPU seconds
+    profiled = {p.name: p for p in profile(out)}
+    evaluation = profiled["eval-ties-seed0"]
+    assert 0 < evaluation.cpu_s and {"start-up", "sampling"} <= set(evaluation.parts)
+
+
+def test_the_profile_splits_each_stage_wall_into_its_parts(reference):
+    profiled = {p.name: p for p in profile(reference)}
+    assert set(profiled) == set(json.loads((reference / "study.json").read_text())["stages"])
+    mixed = profiled["mixed-seed0"]
+    assert {"start-up", "set-up & saves", "generation", "grading", "update"} <= set(mixed.parts)
+    assert 0.9 * mixed.wall_s <= sum(mixed.parts.values()) <= mixed.wall_s + 1e-6
+    assert (
+        profiled["merge-ties-seed0"].parts["start-up"] > profiled["merge-ties-seed0"].parts["merge"]
+    )
+    table = format_profile(one_seed(profiled.values(), 0))
+    assert "| mixed-seed0 |" in table and "| eval (x" in table and "**total**" in table
 
 
 def test_on_slurm_a_requeued_job_resumes_and_a_killed_driver_is_followed(

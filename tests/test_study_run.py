@@ -140,6 +140,32 @@ def test_a_rerun_skips_done_stages_and_reruns_stale_ones(tmp_path):
     assert times(tmp_path, "a") == first["a"] and times(tmp_path, "c") != first["c"]
 
 
+BUSY = """
+import pathlib, subprocess, sys, time
+out = pathlib.Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
+burn = "import time\\nend = time.process_time() + 0.6\\nwhile time.process_time() < end: pass"
+subprocess.run([sys.executable, "-c", burn], check=True)  # a worker the stage waits for
+time.sleep(0.5)
+(out / "result.txt").write_text("ok")
+"""
+
+
+def test_a_stage_records_the_cpu_seconds_of_its_process_tree(tmp_path):
+    stage = Stage(
+        "busy", "fake", "fake", (), (), tmp_path / "busy", (tmp_path / "busy" / "result.txt",)
+    )
+    job = StageJob(tmp_path, stage, "hash-busy", [sys.executable, "-c", BUSY, str(stage.out_dir)])
+    status, manifest = run(tmp_path, [job], LocalLauncher(jobs=1))
+    entry = manifest.entries["busy"]
+    assert status == {"busy": "done"}
+    # the worker's 0.6 s count (a waited-for child), the 0.5 s asleep do not
+    assert 0.6 <= entry["cpu_s"] < entry["wall_s"] - 0.4
+    assert (
+        json.loads((tmp_path / "study.json").read_text())["stages"]["busy"]["cpu_s"]
+        == entry["cpu_s"]
+    )
+
+
 def test_a_partial_run_with_another_config_is_not_resumed(tmp_path):
     job = fake_stage(tmp_path, "x")
     job.prepare()  # started with hash-x, killed before it finished

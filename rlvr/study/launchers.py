@@ -44,11 +44,12 @@ class StageJob:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         mark_started(self.root, self.stage, self.config_hash)
 
-    def finish(self, returncode: int, wall_s: float) -> dict[str, Any]:
+    def finish(self, returncode: int, wall_s: float, cpu_s: float | None = None) -> dict[str, Any]:
         """Facts of a finished process; the done marker when it succeeded with full outputs."""
         facts = {
             "returncode": returncode,
             "wall_s": wall_s,
+            "cpu_s": cpu_s,  # user + system seconds of the stage's process tree, where known
             "device_s": self.device_seconds(wall_s),
             "end": time.time(),
         }
@@ -143,6 +144,8 @@ class Launcher(Protocol):
 
     def cancel(self, handle: Any) -> None: ...
 
+    def cpu_seconds(self, handle: Any) -> float | None: ...  # of a finished stage, if known
+
     def states(self, job_ids: Sequence[str]) -> dict[str, str]: ...  # the cluster's words
 
 
@@ -154,6 +157,7 @@ class LocalLauncher:
 
     def __init__(self, jobs: int) -> None:
         self.capacity = jobs
+        self._cpu: dict[int, float] = {}  # pid -> CPU seconds of a reaped stage
 
     def start(self, job: StageJob, deps: Sequence[Any]) -> subprocess.Popen:
         job.prepare()
@@ -164,11 +168,25 @@ class LocalLauncher:
             )  # fmt: skip
 
     def poll(self, handle: subprocess.Popen) -> int | None:
-        return handle.poll()
+        """The exit code once the stage ended; reaped with ``wait4`` for its CPU seconds (its
+        own and those of the processes it waited for: verifier workers, sandboxes)."""
+        if handle.returncode is None:
+            try:
+                pid, status, usage = os.wait4(handle.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere (Popen.wait in a cancel)
+                return handle.poll()
+            if pid == 0:
+                return None
+            handle.returncode = os.waitstatus_to_exitcode(status)
+            self._cpu[handle.pid] = usage.ru_utime + usage.ru_stime
+        return handle.returncode
 
     def cancel(self, handle: subprocess.Popen) -> None:
-        if handle.poll() is None:
+        if self.poll(handle) is None:
             stop_tree(handle, grace_s=20)
+
+    def cpu_seconds(self, handle: subprocess.Popen) -> float | None:
+        return self._cpu.get(handle.pid)
 
     def states(self, job_ids: Sequence[str]) -> dict[str, str]:
         return {}
@@ -302,6 +320,9 @@ class SubmititLauncher:
 
     def cancel(self, handle: Any) -> None:
         handle.cancel(check=False)
+
+    def cpu_seconds(self, handle: Any) -> float | None:
+        return None  # the job ran elsewhere; SLURM's accounting (sacct) has it
 
     def states(self, job_ids: Sequence[str]) -> dict[str, str]:
         if self.cluster != "slurm":

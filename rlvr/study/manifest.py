@@ -22,7 +22,7 @@ from rlvr.study.plan import Stage
 MANIFEST = "study.json"
 MARKERS = ".stages"
 LOGS = "logs"
-FACTS = ("start", "end", "wall_s", "device_s", "returncode", "job_id", "slurm_state")
+FACTS = ("start", "end", "wall_s", "cpu_s", "device_s", "returncode", "job_id", "slurm_state")
 
 
 def marker_path(root: Path, name: str) -> Path:

@@ -71,7 +71,8 @@ def run_stages(
                 code = launcher.poll(handle)
                 if code is not None:
                     del running[name]
-                    _finished(name, code, started, jobs[name], status, manifest)
+                    cpu_s = launcher.cpu_seconds(handle)
+                    _finished(name, code, started, jobs[name], status, manifest, cpu_s)
             _block_dependents(stages, status, running, launcher, manifest)
             progress.render(status, {n: t for n, (_, t) in running.items()})
             if not running and not _startable(stages, status, launcher):
@@ -160,9 +161,11 @@ def _missing_input(stage: Stage, by_name: Mapping[str, Stage], status) -> str | 
     return None
 
 
-def _finished(name: str, code: int, started: float, job: StageJob, status, manifest) -> None:
+def _finished(
+    name: str, code: int, started: float, job: StageJob, status, manifest, cpu_s=None
+) -> None:
     """Check the outputs and write the marker (again, for submitit jobs that wrote their own)."""
-    facts = job.finish(code, time.time() - started)
+    facts = job.finish(code, time.time() - started, cpu_s)
     status[name] = "done" if facts["returncode"] == 0 else "failed"
     manifest.update(name, status=status[name], **facts)
 

@@ -1,0 +1,41 @@
+"""Print where a finished study's time went, stage by stage (Markdown table).
+
+    python scripts/profile_study.py outputs/tiny_study            # one seed (0) and shared stages
+    python scripts/profile_study.py outputs/tiny_study --seed all # every stage
+
+Stage-seconds add up the stages' own walls (two at a time locally, so the study's elapsed
+time is about half); the elapsed time from the first start to the last end is printed below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rlvr.study.manifest import MANIFEST, read_json
+from rlvr.study.profile import format_profile, one_seed, profile
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("study_dir", type=Path)
+    parser.add_argument("--seed", default="0", help="a seed, or 'all'")
+    args = parser.parse_args()
+    try:
+        stages = profile(args.study_dir)
+    except FileNotFoundError as err:
+        sys.stderr.write(f"{err}\n")
+        return 2
+    shown = stages if args.seed == "all" else one_seed(stages, int(args.seed))
+    print(format_profile(shown))
+    entries = (read_json(args.study_dir / MANIFEST) or {}).get("stages", {}).values()
+    starts = [e["start"] for e in entries if e.get("start") is not None]
+    ends = [e["end"] for e in entries if e.get("end") is not None]
+    if starts and ends:
+        print(f"\nelapsed (first start to last end, every seed): {max(ends) - min(starts):,.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
