@@ -129,7 +129,7 @@ def test_the_grpo_loss_and_gradient_are_unchanged_by_trimming_and_shared_prompts
     assert forwards[False, True][0]["input_ids"].size(0) == 8
     both = forwards[True, True]  # trimmed prompts encoded once, then trimmed completions
     assert both[0]["input_ids"].size(0) == 8 and both[0]["input_ids"].size(1) < prompt_width - 1
-    assert both[1]["past_key_values"] is not None
+    assert both[1]["cache"] is not None
     for key in [(True, False), (False, True), (True, True)]:
         torch.testing.assert_close(losses[key], losses[False, False], atol=1e-9, rtol=1e-7)
         for a, b in zip(grads[key], grads[False, False], strict=True):

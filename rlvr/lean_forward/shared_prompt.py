@@ -44,7 +44,7 @@ def shared_prompt_logps(
         prefix = model(
             input_ids=prefix_ids, attention_mask=prefix_mask, use_cache=True, logits_to_keep=1
         )
-    cache = getattr(prefix, "past_key_values", None)
+    cache = getattr(prefix, "cache", None)  # ``past_key_values`` before transformers 5.x's rename
     if cache is None:
         return None
     cache.reorder_cache(row_prompt)  # index_select per layer: gradients sum back per prompt
@@ -55,7 +55,7 @@ def shared_prompt_logps(
         out = model(
             input_ids=suffix,
             attention_mask=attention_mask,
-            past_key_values=cache,
+            cache=cache,
             labels=labels,
             fused_lm_head=True,
         )
