@@ -148,7 +148,8 @@ def test_the_filter_is_a_study_stage_after_sft_and_the_grpo_arms_train_on_its_ro
 
     args = ["experiment=tiny_study", f"study.out_dir={tmp_path}", "study.stages=[filter]"]
     args += ["study.domains=[math,code]", "study.merges=[]"]
-    run, stages, hashes, _, commands, _ = plan(args)
+    p = plan(args)
+    stages, hashes, commands = p.stages, p.hashes, p.commands
     by_name = {s.name: s for s in stages}
     stage = by_name["filter"]
     assert stage.deps == ("sft",) and stage.entry == "rlvr.filter"

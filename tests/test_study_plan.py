@@ -10,10 +10,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from rlvr.config import ConfigError
-from rlvr.study.__main__ import load_study, plan
+from rlvr.study.__main__ import load_study, plan, run_study
 from rlvr.study.commands import compose, hash_plan, stage_config, user_overrides
 from rlvr.study.manifest import (
     adopt_earlier_hashes,
+    mark_started,
     read_json,
     reconcile,
     recorded_root,
@@ -268,7 +269,8 @@ def test_training_stages_run_under_accelerate_when_the_study_names_a_config(tmp_
 
 
 def test_m2rl_study_composes_for_gpu_clusters(tmp_path):
-    run, stages, _, _, commands, _ = plan(["experiment=m2rl_study", f"study.out_dir={tmp_path}"])
+    p = plan(["experiment=m2rl_study", f"study.out_dir={tmp_path}"])
+    run, stages, commands = p.run, p.stages, p.commands
     assert run.model.name == "Qwen/Qwen3-4B-Base" and run.study.launcher == "slurm"
     assert run.algo.num_generations == 16 and run.algo.learning_rate == 2e-6
     expert = commands["expert-code-seed0"]
@@ -332,6 +334,31 @@ def test_a_moved_study_folder_keeps_every_stage_and_an_earlier_folder_is_adopted
 
 SMALL = ("experiment=tiny_study", "study.seeds=[0]", "study.merges=[ties]", "study.stages=[]",
          "study.domains=[math,code]")  # fmt: skip
+
+
+def test_a_dry_run_on_a_finished_folder_says_what_reruns_and_why(tmp_path, capsys):
+    root = tmp_path / "study"
+    planned = plan([*SMALL, f"study.out_dir={root}"])
+    for stage in planned.stages:  # every stage finished, as a run records it
+        for out in stage.outputs:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text("x")
+        mark_started(root, stage, planned.hashes[stage.name], planned.settings[stage.name])
+        write_json(
+            root / ".stages" / f"{stage.name}.done.json", {"hash": planned.hashes[stage.name]}
+        )
+    markers = {p.name: p.read_text() for p in (root / ".stages").iterdir()}
+    argv = [*SMALL, f"study.out_dir={root}", "study.dry_run=true", "algo.learning_rate=1e-3"]
+    assert run_study(argv) == 0
+    out = capsys.readouterr().out
+    experts = [s.name for s in planned.stages if s.kind in ("expert", "mixed")]
+    assert f"in {root}: " in out and f"{len(experts) + 6} rerun" in out  # + merge, 4 evals, report
+    assert (
+        "rerun expert-math-seed0: its config changed (algo.learning_rate: 0.0002 -> 0.001)" in out
+    )
+    assert "rerun merge-ties-seed0: dependency expert-math-seed0, expert-code-seed0 changed" in out
+    assert "rerun sft" not in out and "rerun eval-sft" not in out
+    assert {p.name: p.read_text() for p in (root / ".stages").iterdir()} == markers  # untouched
 
 
 def _configs(planned):

@@ -248,8 +248,14 @@ def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command
     (bin_dir / "srun").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
     root = tmp_path / "study"
-    run_cfg, stages, hashes, _, commands, _ = plan(
+    planned = plan(
         ["experiment=m2rl_study", f"study.out_dir={root}", "study.slurm.slurm_partition=gpu"]
+    )
+    run_cfg, stages, hashes, commands = (
+        planned.run,
+        planned.stages,
+        planned.hashes,
+        planned.commands,
     )
     launcher = SubmititLauncher(root, "slurm", 1, run_cfg.study.slurm, run_cfg.study.slurm_by_kind)
     assert launcher.submits_ahead

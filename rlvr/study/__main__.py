@@ -25,7 +25,9 @@ from rlvr.study.commands import (
     accelerate_layout,
     command,
     compose,
+    flat_settings,
     hash_plan,
+    hashed_settings,
     machines,
     node_argv,
     processes,
@@ -36,9 +38,15 @@ from rlvr.study.commands import (
 )
 from rlvr.study.environment import environment
 from rlvr.study.launchers import StageJob, make_launcher, thread_env
-from rlvr.study.manifest import Manifest, adopt_earlier_hashes, reconcile, recorded_root
+from rlvr.study.manifest import (
+    MARKERS,
+    Manifest,
+    adopt_earlier_hashes,
+    reconcile,
+    recorded_root,
+)
 from rlvr.study.plan import Stage, build_plan, study_root
-from rlvr.study.progress import Progress, closing_screen, print_plan
+from rlvr.study.progress import Progress, closing_screen, print_folder_preview, print_plan
 from rlvr.study.resources import resource_plan
 from rlvr.study.scheduler import Interrupted, run_stages
 
@@ -66,6 +74,7 @@ class StudyPlan(NamedTuple):
     stages: list[Stage]
     hashes: dict[str, str]
     earlier: dict[str, str]  # the hashes before study folders could move (absolute paths)
+    settings: dict[str, dict[str, str]]  # what each hash covers, readable (rerun reasons)
     commands: dict[str, list[str]]
     resources: list[StagePlan]  # memory per device and step time of every stage
 
@@ -89,8 +98,10 @@ def plan(argv: list[str]) -> StudyPlan:
     root = study_root(run)
     hashes = hash_plan(stages, configs, root)
     earlier = hash_plan(stages, configs, root, str(recorded_root(root) or root))
+    settings = {s.name: flat_settings(hashed_settings(configs[s.name], s, root)) for s in stages}
     commands = {s.name: command(s, base, run.study.accelerate) for s in stages}
-    return StudyPlan(run, stages, hashes, earlier, commands, resource_plan(stages, configs, run))
+    resources = resource_plan(stages, configs, run)
+    return StudyPlan(run, stages, hashes, earlier, settings, commands, resources)
 
 
 def _lock(root: Path):
@@ -106,7 +117,7 @@ def _lock(root: Path):
 
 
 def run_study(argv: list[str]) -> int:
-    run, stages, hashes, earlier, commands, resources = plan(argv)
+    run, stages, hashes, earlier, settings, commands, resources = plan(argv)
     s, root = run.study, study_root(run)
     layout = accelerate_layout(s.accelerate)
     spread = {st.name: machines(st, s.accelerate) for st in stages}
@@ -122,6 +133,10 @@ def run_study(argv: list[str]) -> int:
             if n > 1
         }
         print_plan(stages, {**commands, **per_node}, sys.stdout, spread)
+        if (root / MARKERS).is_dir():  # what a run would reuse and rerun in this folder
+            seen = reconcile(root, stages, hashes, s.force, settings, read_only=True,
+                             earlier=earlier)  # fmt: skip
+            print_folder_preview(root, stages, seen.reuse, seen.stale, sys.stdout)
         sys.stdout.write(format_plan(resources, assumptions(run.trainer)) + "\n")
     check_fits(resources)  # a stage that cannot fit stops the study here, before any queueing
     if s.dry_run:
@@ -135,7 +150,7 @@ def run_study(argv: list[str]) -> int:
         return 0
     if adopted := adopt_earlier_hashes(root, stages, hashes, earlier):
         log.info("%d finished stages kept through the new config hashing", len(adopted))
-    reconciled = reconcile(root, stages, hashes, s.force)
+    reconciled = reconcile(root, stages, hashes, s.force, settings)
     record_cascade_order(run, root)  # a later run plans the same cascade stages
     submitted = slurm.submitted_jobs(root)  # what a driver that died left queued or running
     summary = {"experiment": run.experiment, "argv": argv, "launcher": s.launcher, **vars(s),
@@ -146,6 +161,7 @@ def run_study(argv: list[str]) -> int:
         st.name: StageJob(
             root, st, hashes[st.name], commands[st.name], thread_env(s.jobs, launcher, st),
             str(REPO), processes(st, s.accelerate), spread[st.name], layout.port,
+            settings[st.name],
         )
         for st in stages
     }  # fmt: skip

@@ -140,19 +140,40 @@ def config_hash(
     Paths inside the study folder ``root`` (the SFT model a stage starts from, an evaluation's
     output folder) enter as ``root_as``, so a study folder moved elsewhere keeps its stages.
     """
+    payload = {**hashed_settings(run, stage, root, root_as),
+               "deps": {d: dep_hashes[d] for d in stage.deps}}  # fmt: skip
+    text = json.dumps(payload, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def hashed_settings(
+    run: RunConfig, stage: Stage, root: Path | None = None, root_as: str = STUDY_ROOT
+) -> dict[str, Any]:
+    """What a stage's hash covers besides its inputs: entry point, own overrides, config."""
     resolved = OmegaConf.to_container(OmegaConf.structured(run), resolve=True)
     assert isinstance(resolved, dict)
-    part = _hashed_part(resolved, stage.kind)
     payload = {
         "entry": stage.entry,
         "overrides": [o for o in stage.overrides if not o.startswith(("hydra.", "run_name="))],
-        "config": part,
-        "deps": {d: dep_hashes[d] for d in stage.deps},
+        "config": _hashed_part(resolved, stage.kind),
     }
-    if root is not None:
-        payload = _rooted(payload, str(root), root_as)
-    text = json.dumps(payload, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return _rooted(payload, str(root), root_as) if root is not None else payload
+
+
+def flat_settings(settings: Mapping[str, Any]) -> dict[str, str]:
+    """Dotted key -> JSON value of a stage's hashed settings (what a rerun's reason names)."""
+    out: dict[str, str] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for key, inner in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), inner)
+        else:
+            out[prefix] = json.dumps(value, sort_keys=True, default=str)
+
+    walk("", {**settings.get("config", {}), "entry": settings.get("entry"),
+              "overrides": settings.get("overrides")})  # fmt: skip
+    return out
 
 
 def _rooted(value: Any, root: str, root_as: str) -> Any:

@@ -35,6 +35,7 @@ class StageJob:
     processes: int = 1
     machines: int = 1  # nodes: accelerate launch runs once on each, with its machine_rank
     port: int = 29500  # the main node's rendezvous port (multi-node)
+    settings: dict[str, str] = field(default_factory=dict)  # what the hash covers, readable
 
     @property
     def log(self) -> Path:
@@ -42,7 +43,7 @@ class StageJob:
 
     def prepare(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        mark_started(self.root, self.stage, self.config_hash)
+        mark_started(self.root, self.stage, self.config_hash, self.settings)
 
     def finish(self, returncode: int, wall_s: float, cpu_s: float | None = None) -> dict[str, Any]:
         """Facts of a finished process; the done marker when it succeeded with full outputs."""

@@ -61,9 +61,38 @@ def mark_done(root: Path, stage: Stage, config_hash: str, facts: Mapping[str, An
     write_json(marker_path(root, stage.name), {"hash": config_hash, **facts})
 
 
-def mark_started(root: Path, stage: Stage, config_hash: str) -> None:
-    """Which config the stage's (possibly partial) outputs come from: a resume must match it."""
-    write_json(root / MARKERS / f"{stage.name}.started.json", {"hash": config_hash})
+def mark_started(
+    root: Path, stage: Stage, config_hash: str, settings: Mapping[str, str] | None = None
+) -> None:
+    """Which config the stage's (possibly partial) outputs come from: a resume must match it.
+    ``settings`` (dotted key -> value) let a later run say what changed when it does not."""
+    record: dict[str, Any] = {"hash": config_hash}
+    if settings:
+        record["settings"] = dict(settings)
+    write_json(root / MARKERS / f"{stage.name}.started.json", record)
+
+
+def changed_settings(
+    root: Path, stage: Stage, settings: Mapping[str, str] | None, limit: int = 4
+) -> str:
+    """``a.b: 1 -> 2, c (new)``: how the stage's settings differ from those it ran with
+    (empty when the folder does not record them: stages run before they were recorded)."""
+    before = (read_json(root / MARKERS / f"{stage.name}.started.json") or {}).get("settings")
+    if not isinstance(before, dict) or not settings:
+        return ""
+    words = []
+    for key in sorted(set(before) | set(settings)):
+        old, new = before.get(key), settings.get(key)
+        if old == new:
+            continue
+        if old is None:
+            words.append(f"{key} (new) = {new}")
+        elif new is None:
+            words.append(f"{key} (gone, was {old})")
+        else:
+            words.append(f"{key}: {old} -> {new}")
+    more = f", and {len(words) - limit} more" if len(words) > limit else ""
+    return ", ".join(words[:limit]) + more
 
 
 def started_hash(root: Path, stage: Stage) -> str | None:
@@ -128,13 +157,21 @@ class Reconciled:
 
 
 def reconcile(
-    root: Path, stages: Sequence[Stage], hashes: Mapping[str, str], force: bool
+    root: Path,
+    stages: Sequence[Stage],
+    hashes: Mapping[str, str],
+    force: bool,
+    settings: Mapping[str, Mapping[str, str]] | None = None,
+    read_only: bool = False,
+    earlier: Mapping[str, str] | None = None,
 ) -> Reconciled:
     """Compare the folder with the plan; refuse a folder made by a different plan unless forced.
 
     A different plan: the folder holds finished stages this plan does not have. Stages whose
     config changed are invalidated together with their dependents (their hashes include the
-    dependency's), never silently reused.
+    dependency's), never silently reused; the reason names the settings that changed where the
+    folder recorded them. ``read_only``: a dry run's preview, the folder left as it is
+    (``earlier``: hashes ``adopt_earlier_hashes`` would adopt, counted as reused).
     """
     planned = {s.name for s in stages}
     foreign = sorted(
@@ -151,17 +188,26 @@ def reconcile(
             "Use another study.out_dir (or experiment), or pass study.force=true to run this "
             "plan there (the other stages' outputs stay on disk, unused)."
         )
-    for name in foreign:
+    for name in [] if read_only else foreign:
         marker_path(root, name).unlink(missing_ok=True)
     reuse, stale = [], {}
     for stage in stages:
         had = done_hash(root, stage)
-        if had == hashes[stage.name]:
+        if had == hashes[stage.name] or (had and had == (earlier or {}).get(stage.name)):
             reuse.append(stage.name)
-        elif had is not None or started_hash(root, stage) not in (None, hashes[stage.name]):
+        elif had is not None or started_hash(root, stage) not in (
+            None,
+            hashes[stage.name],
+            (earlier or {}).get(stage.name),
+        ):
             changed = [d for d in stage.deps if d in stale]
+            what = changed_settings(root, stage, (settings or {}).get(stage.name))
             stale[stage.name] = (
-                f"dependency {', '.join(changed)} changed" if changed else "its config changed"
+                f"dependency {', '.join(changed)} changed"
+                if changed
+                else f"its config changed ({what})"
+                if what
+                else "its config changed"
             )
     return Reconciled(tuple(reuse), stale)
 

@@ -101,6 +101,21 @@ def print_plan(
         out.write(f"{s.name:<28} after {deps}{where}\n    {shlex.join(commands[s.name])}\n")
 
 
+def print_folder_preview(
+    root: Path,
+    stages: Sequence[Stage],
+    reuse: Sequence[str],
+    stale: Mapping[str, str],
+    out: TextIO,
+) -> None:
+    """A dry run on a folder that holds outputs: what a run would reuse, rerun (and why; a
+    rerun replaces the stage's outputs) and run for the first time."""
+    new = len(stages) - len(reuse) - len(stale)
+    out.write(f"in {root}: {len(reuse)} stages reused, {len(stale)} rerun, {new} to run\n")
+    for name, why in stale.items():
+        out.write(f"  rerun {name}: {why}\n")
+
+
 def _cost_ratio(report: Path) -> str | None:
     path = report / "cost_table.csv"
     if not path.is_file():
