@@ -269,7 +269,7 @@ def test_heldout_prompts_come_from_eval_seed_not_the_training_seed(tmp_path):
 
 
 def test_sandbox_group_settings_reach_the_code_verifier(tmp_path):
-    from rlvr.training.stages import verifier_options
+    from rlvr.rewards.options import verifier_options
     from verifiers.registry import get_verifier
 
     run = compose_run(
@@ -322,6 +322,32 @@ def test_a_bad_judge_setup_exits_cleanly_before_loading_a_model(judge, message, 
     assert f"config error: {message.format(port=port)}" in output
     assert "Traceback" not in output and "Error executing job" not in output
     assert "Loading weights" not in output and "tiny model ready" not in output
+
+
+def test_known_failures_map_to_clean_exits_and_the_cli_loads_no_verifiers():
+    from rlvr.rewards.bridge import VerifierInfrastructureError
+    from rlvr.runs.cli import known_failure
+    from verifiers.judge.backend import JudgeSetupError
+
+    assert known_failure(ConfigError("x")) == "config error"
+    assert known_failure(JudgeSetupError("x")) == "config error"
+    assert known_failure(VerifierInfrastructureError("x")) == "aborted"
+    assert known_failure(ValueError("x")) is None and known_failure(RuntimeError("x")) is None
+    # a merge or the report composes, validates and plans without the verifiers or TRL: their
+    # imports cost every such stage seconds of start-up
+    code = (
+        "import sys; from hydra import compose, initialize_config_dir;"
+        "from rlvr.runs.cli import CONF_DIR, plan_first, register_resolvers;"
+        "from rlvr.config import register_configs, to_config, validate;"
+        "register_configs(); register_resolvers();"
+        "initialize_config_dir(config_dir=CONF_DIR, version_base='1.3');"
+        "run = to_config(compose('train', overrides=['experiment=tiny_study', 'run_name=m']));"
+        "validate(run); run.stage = 'merge'; plan_first(run);"
+        "print(sorted(m for m in ('verifiers', 'trl', 'peft', 'datasets') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(

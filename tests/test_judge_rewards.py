@@ -164,7 +164,7 @@ def _compose(*overrides: str) -> RunConfig:
 @pytest.mark.parametrize("domain", ["math", "science", "instruction"])
 def test_a_judged_domain_trains_on_judge_rows_and_evaluates_with_its_verifier(domain, rlvr_cache):
     from rlvr.data.rows import build_domain_data
-    from rlvr.training.stages import verifier_options
+    from rlvr.rewards.options import verifier_options
 
     run = _compose(f"domains=[judged/{domain}]", "mixture.train_size=4", "mixture.heldout_size=2")
     data = build_domain_data(run)[domain]

@@ -255,9 +255,11 @@ def check_filter(c: FilterConfig) -> None:
 
 def check_parallel_reward(run: RunConfig) -> None:
     """A known preset and known term names (``rlvr.rewards.parallel``), before any model loads."""
+    cfg = run.algo.parallel_reward
+    if cfg.preset == "none" and not cfg.terms:
+        return  # the default: nothing to check, and no stage pays the verifiers' import for it
     from rlvr.rewards.parallel import ParallelRewardError, reward_terms
 
-    cfg = run.algo.parallel_reward
     try:
         reward_terms(cfg.preset, dict(cfg.terms))
     except ParallelRewardError as exc:

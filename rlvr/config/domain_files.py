@@ -59,8 +59,6 @@ def check_domain_files(run: RunConfig, check_paths: bool = True) -> None:
     ``check_paths=False`` (a study's plan, where an earlier stage writes the files) checks the
     keys and formats but not that the files exist yet.
     """
-    from tasks.adapters.blend_placeholders import HUB_IDS
-
     for name, dc in run.domains.items():
         files = files_by_task(name, dc)
         tasks = [*dc.train_tasks, *dc.eval_tasks]
@@ -77,6 +75,8 @@ def check_domain_files(run: RunConfig, check_paths: bool = True) -> None:
                 _check_file(path, key, task, check_paths)
         if not dc.resolve_files:
             continue
+        from tasks.adapters.blend_placeholders import HUB_IDS  # only here: it loads the verifiers
+
         if not files:
             raise ConfigError(
                 f"domains.{name}.resolve_files needs the blend it resolves as local files: set "

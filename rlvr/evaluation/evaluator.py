@@ -151,8 +151,8 @@ def fit_to_positions(decoding: Decoding, backend: Backend, rows: list[dict], wha
 
 def make_eval_scorer(run: RunConfig) -> Scorer:
     """The training scorer (same verifiers, options and reasoning format) with eval's pool size."""
+    from rlvr.rewards.options import add_sandbox_options, verifier_options
     from rlvr.rewards.scoring import build_scorer
-    from rlvr.training.stages import add_sandbox_options, verifier_options
     from verifiers import ReasoningFormat
 
     options = verifier_options(run)

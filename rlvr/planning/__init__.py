@@ -1,7 +1,7 @@
 """The resource plan: memory per device and step time of every stage, before anything runs."""
 
 from rlvr.planning.shapes import ModelShape, model_shape, shape_from_config
-from rlvr.planning.stage_plan import StagePlan, micro_steps, plan_stage
+from rlvr.planning.stage_plan import StagePlan, micro_steps, plan_stage, sharded, world_size
 from rlvr.planning.table import assumptions, check_fits, format_plan
 
 __all__ = [
@@ -14,4 +14,6 @@ __all__ = [
     "model_shape",
     "plan_stage",
     "shape_from_config",
+    "sharded",
+    "world_size",
 ]

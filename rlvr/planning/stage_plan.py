@@ -9,6 +9,7 @@ optimizer step are those of the settings whatever the devices.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 
 from rlvr.config import ConfigError, RunConfig
@@ -16,6 +17,18 @@ from rlvr.planning.memory import GIB, Workload, memory, step_flops
 from rlvr.planning.shapes import ModelShape, model_shape
 
 TRAINING = ("sft", "expert", "mixed", "cascade", "adaptive", "rl", "distill")
+
+
+def world_size() -> int:
+    """Processes of this launch (accelerate/torchrun set ``WORLD_SIZE``; 1 when run plainly)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def sharded() -> bool:
+    """Whether accelerate launched this process under FSDP (weights split over the ranks)."""
+    return os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
+
+
 RUNTIME_BYTES = 2 * GIB  # CUDA context, communication buffers, allocator slack (accelerators)
 # what to change when a component does not fit
 REMEDY = {

@@ -15,8 +15,6 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, register_configs, to_config
-from rlvr.rewards.bridge import VerifierInfrastructureError
-from verifiers.judge.backend import JudgeSetupError
 
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 log = logging.getLogger("rlvr")
@@ -117,8 +115,7 @@ PLANNED = {"rl": "rl", "sft": "sft", "distill": "distill", "eval": "eval"}  # st
 def plan_first(run: RunConfig) -> bool:
     """The stage's resource plan: printed with ``dry_run=true`` (then the stage stops: True);
     a stage that cannot fit ``trainer.device_memory_gib`` fails here, before any model loads."""
-    from rlvr.planning import assumptions, check_fits, format_plan, plan_stage
-    from rlvr.training.trainer_args import sharded, world_size
+    from rlvr.planning import assumptions, check_fits, format_plan, plan_stage, sharded, world_size
 
     kind = PLANNED.get(run.stage)
     if kind is None:
@@ -130,6 +127,23 @@ def plan_first(run: RunConfig) -> bool:
         sys.stdout.write(format_plan([plan], assumptions(run.trainer)) + "\n")
     check_fits([plan])
     return run.dry_run
+
+
+def known_failure(err: BaseException) -> str | None:
+    """"config error" for bad setup found once a stage looks at its inputs (a judge built with
+    the scorer: unknown backend, endpoint down; still before any model loads), "aborted" when
+    the verifier error budget ran out, else None. The verifier and reward classes are looked
+    up only where their modules were imported: a stage that never loaded them (a merge, the
+    report) cannot raise them, and importing them would cost it the verifiers' start-up."""
+    if isinstance(err, ConfigError):
+        return "config error"
+    judge = sys.modules.get("verifiers.judge.backend")
+    if judge is not None and isinstance(err, judge.JudgeSetupError):
+        return "config error"
+    bridge = sys.modules.get("rlvr.rewards.bridge")
+    if bridge is not None and isinstance(err, bridge.VerifierInfrastructureError):
+        return "aborted"
+    return None
 
 
 def hydra_entry(
@@ -161,14 +175,13 @@ def hydra_entry(
         configure_threads()
         try:
             body(run, Path(HydraConfig.get().runtime.output_dir))
-        # bad setup found once the stage looks at its inputs (a judge built with the scorer:
-        # unknown backend, endpoint down), still before any model loads
-        except (ConfigError, JudgeSetupError) as err:
-            log.error("config error: %s", err)
-            sys.exit(2)
-        except VerifierInfrastructureError as err:  # the error budget ran out: one clear line
-            log.error("aborted: %s", err)
-            sys.stderr.write(f"aborted: {err}\n")
-            sys.exit(1)
+        except Exception as err:
+            failure = known_failure(err)
+            if failure is None:
+                raise
+            log.error("%s: %s", failure, err)
+            if failure == "aborted":  # the error budget ran out: one clear line
+                sys.stderr.write(f"aborted: {err}\n")
+            sys.exit(2 if failure == "config error" else 1)
 
     _main()

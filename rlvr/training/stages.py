@@ -9,6 +9,7 @@ from typing import Any
 from rlvr.config import RunConfig
 from rlvr.data.rows import DomainData, build_domain_data
 from rlvr.rewards.bridge import ErrorBudget, Scorer, StepTimer, build_reward_functions
+from rlvr.rewards.options import verifier_options
 from rlvr.runs.accounting import training_compute
 from rlvr.runs.folders import (
     MetricsFileCallback,
@@ -36,28 +37,6 @@ def starting_model(run: RunConfig) -> str:
 
 def domain_data(run: RunConfig) -> dict[str, DomainData]:
     return build_domain_data(run)
-
-
-def verifier_options(run: RunConfig) -> dict[str, dict[str, Any]]:
-    """Per-verifier keyword options from the domain configs (``domains.<d>.verifier_options``)."""
-    options: dict[str, dict[str, Any]] = {}
-    for dc in run.domains.values():
-        for name, opts in dc.verifier_options.items():
-            options.setdefault(name, {}).update(opts)
-    if "code" in run.domains:
-        add_sandbox_options(run, options)
-    return options
-
-
-def add_sandbox_options(run: RunConfig, options: dict[str, dict[str, Any]]) -> None:
-    """The ``sandbox`` group's settings for the code verifier, unless a domain sets its own."""
-    import os
-
-    code = options.setdefault("code", {})
-    code.setdefault("sandbox", run.sandbox.backend)
-    code.setdefault("workers", max(1, min(os.cpu_count() or 1, run.sandbox.max_workers)))
-    code.setdefault("memory_mb", run.sandbox.memory_mb)
-    code.setdefault("sample_time_limit_s", run.sandbox.time_limit_s)
 
 
 def make_scorer(run: RunConfig) -> Scorer:

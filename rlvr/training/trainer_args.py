@@ -3,7 +3,6 @@ arguments (GRPO's, and the fields every TRL trainer takes from the ``trainer`` g
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -11,16 +10,8 @@ from trl import GRPOConfig
 
 from rlvr.config import RunConfig
 from rlvr.models.loading import model_init_kwargs
+from rlvr.planning import sharded, world_size
 from rlvr.runs.folders import gradient_checkpointing, use_cpu
-
-
-def world_size() -> int:
-    return int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def sharded() -> bool:
-    """Whether accelerate launched this process under FSDP (weights split over the ranks)."""
-    return os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
 
 
 def micro_batches(run: RunConfig, kind: str) -> tuple[int, int]:
