@@ -336,6 +336,17 @@ SMALL = ("experiment=tiny_study", "study.seeds=[0]", "study.merges=[ties]", "stu
          "study.domains=[math,code]")  # fmt: skip
 
 
+def test_only_paths_inside_the_study_folder_enter_the_hash_relative_to_it():
+    from rlvr.study.commands import _rooted
+
+    settings = ['init_from="/x/study/sft/final"', 'eval.out_dir="/x/study"', "/x/study2/sft",
+                'eval.models=["m=/x/study/e"]', "/x/studying"]  # fmt: skip
+    assert _rooted(settings, "/x/study", "<study>") == [
+        'init_from="<study>/sft/final"', 'eval.out_dir="<study>"', "/x/study2/sft",
+        'eval.models=["m=<study>/e"]', "/x/studying",
+    ]  # fmt: skip
+
+
 def test_a_dry_run_on_a_finished_folder_says_what_reruns_and_why(tmp_path, capsys):
     root = tmp_path / "study"
     planned = plan([*SMALL, f"study.out_dir={root}"])

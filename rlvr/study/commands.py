@@ -11,6 +11,7 @@ import copy
 import functools
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -177,9 +178,10 @@ def flat_settings(settings: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _rooted(value: Any, root: str, root_as: str) -> Any:
-    """``value`` with every string's ``root`` written as ``root_as``."""
+    """``value`` with ``root`` written as ``root_as`` wherever a string names it as a path (not
+    where it begins a longer name: ``<root>2`` is another folder)."""
     if isinstance(value, str):
-        return value.replace(root, root_as)
+        return re.sub(re.escape(root) + r"(?![\w.-])", lambda _: root_as, value)
     if isinstance(value, dict):
         return {k: _rooted(v, root, root_as) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
