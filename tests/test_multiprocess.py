@@ -170,6 +170,8 @@ def test_two_processes_from_sft_learn_on_sharded_data(tmp_path, rlvr_cache, sft_
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["compute"]["processes"] == 2 and summary["rl"]["steps"] == steps
     assert summary["rl"]["distributed_type"] in ("MULTI_CPU", "FSDP"), summary["rl"]
+    if summary["rl"]["distributed_type"] == "MULTI_CPU":  # data parallel: our sampler on each rank
+        assert summary["rl"]["generation"]["sampler"] == "kv-cache", summary["rl"]["generation"]
     # each rank trains on its own prompts: together they cover the step's whole batch
     seen = by_step(data_ids(folder))
     assert sorted(seen) == list(range(1, steps + 1))

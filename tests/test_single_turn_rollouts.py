@@ -110,6 +110,26 @@ def test_settings_the_sampler_cannot_draw_keep_trls_generate(model_dir, tmp_path
     for overrides in ({"top_k": 5}, {"repetition_penalty": 1.2}, {"min_p": 0.1}):
         trainer, _ = build_trainer(model_dir, tmp_path / str(len(overrides)), True, **overrides)
         assert unsupported(trainer) is not None and not trainer.kv_sampling
+        facts = trainer.generation_facts()
+        assert facts["sampler"] == "trl" and facts["trl_sampler_because"] == unsupported(trainer)
+
+
+def test_the_sampler_runs_on_data_parallel_ranks_and_not_on_sharded_weights():
+    """DDP ranks hold whole weights: each samples from its unwrapped model alone. Sharded
+    weights gather in every forward, which ranks ending at different steps would not match."""
+    from types import SimpleNamespace
+
+    from accelerate.utils import DistributedType
+
+    from rlvr.rollouts import data_parallel
+
+    def on(kind):
+        return data_parallel(SimpleNamespace(distributed_type=kind))
+
+    assert (
+        on(DistributedType.NO) and on(DistributedType.MULTI_CPU) and on(DistributedType.MULTI_GPU)
+    )
+    assert not on(DistributedType.FSDP) and not on(DistributedType.DEEPSPEED)
 
 
 def test_prompts_group_by_content_and_unequal_repeats_are_drawn_alone():

@@ -14,10 +14,10 @@ from typing import Any
 
 def unsupported(trainer: Any) -> str | None:
     """Why this trainer's generation must stay TRL's (None: the KV-cache sampler can draw it)."""
-    if trainer.accelerator.num_processes > 1:
-        # ranks would run different numbers of forwards (their rows end at different steps),
-        # and FSDP's and ZeRO-3's gathers need every rank in each; TRL's generate syncs them
-        return "several processes"
+    if trainer.accelerator.num_processes > 1 and not data_parallel(trainer.accelerator):
+        # ranks run different numbers of forwards (their rows end at different steps), and
+        # every forward of sharded weights gathers them on all ranks; TRL's generate syncs them
+        return "weights sharded over the processes (FSDP, DeepSpeed)"
     if trainer.use_vllm or trainer.use_transformers_continuous_batching or trainer._is_vlm:
         return "generation is not plain transformers on a text model"
     if trainer.args.generation_kwargs or trainer.top_k or trainer.min_p:
@@ -25,6 +25,13 @@ def unsupported(trainer: Any) -> str | None:
     if trainer.repetition_penalty != 1.0:
         return "a repetition penalty"
     return None
+
+
+def data_parallel(accelerator: Any) -> bool:
+    """Whether each process holds whole weights (one process, or DDP on CPUs or GPUs): then
+    sampling from the unwrapped model is local to each rank, whatever its rows do."""
+    kind = str(getattr(accelerator.distributed_type, "value", accelerator.distributed_type))
+    return kind == "NO" or kind.startswith("MULTI_")
 
 
 @contextmanager

@@ -59,7 +59,12 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self._ahead_source = None
         self._next_batch = None  # the next step's generation batch, once seen
         self._lean_forward = self._build_lean_forward(trim_padding, share_prompts)
-        self.kv_sampling = kv_sampling and sampler_unsupported(self) is None
+        why = sampler_unsupported(self)
+        self.kv_sampling = kv_sampling and why is None
+        self._sampler_facts = {  # read now: accelerate's state is reset when training ends
+            "sampler": "kv-cache" if self.kv_sampling else "trl",
+            **({"trl_sampler_because": why} if kv_sampling and why else {}),
+        }
         if score_ahead is None:  # with kv_sampling: grade rows as they end, beside a GPU
             score_ahead = self.accelerator.device.type != "cpu"
         self.score_ahead = score_ahead
@@ -300,7 +305,8 @@ class RLVRGRPOTrainer(GRPOTrainer):
                 scores.early.close()
 
     def generation_facts(self) -> dict[str, Any]:
-        """For the run summary: whether generation ran ahead, and its staleness and waits."""
+        """For the run summary: which sampler drew the completions (and why TRL's where it
+        did), whether generation ran ahead, and its staleness and waits."""
         if self.lookahead is None:
-            return {"async_generation": False}
-        return {"async_generation": True, **self.lookahead.stats.facts()}
+            return {**self._sampler_facts, "async_generation": False}
+        return {**self._sampler_facts, "async_generation": True, **self.lookahead.stats.facts()}
