@@ -25,12 +25,12 @@ from rlvr.study.commands import (
     accelerate_layout,
     command,
     compose,
-    flat_settings,
     hash_plan,
     hashed_settings,
     machines,
     node_argv,
     processes,
+    readable_settings,
     sampled_tokens,
     stage_config,
     training_steps,
@@ -96,9 +96,10 @@ def plan(argv: list[str]) -> StudyPlan:
         for s in planned
     ]
     root = study_root(run)
-    hashes = hash_plan(stages, configs, root)
-    earlier = hash_plan(stages, configs, root, str(recorded_root(root) or root))
-    settings = {s.name: flat_settings(hashed_settings(configs[s.name], s, root)) for s in stages}
+    hashed = {s.name: hashed_settings(configs[s.name], s) for s in stages}  # resolved once
+    hashes = hash_plan(stages, configs, root, settings=hashed)
+    earlier = hash_plan(stages, configs, root, str(recorded_root(root) or root), hashed)
+    settings = {name: readable_settings(part, root) for name, part in hashed.items()}
     commands = {s.name: command(s, base, run.study.accelerate) for s in stages}
     resources = resource_plan(stages, configs, run)
     return StudyPlan(run, stages, hashes, earlier, settings, commands, resources)

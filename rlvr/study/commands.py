@@ -135,34 +135,41 @@ def config_hash(
     dep_hashes: Mapping[str, str],
     root: Path | None = None,
     root_as: str = STUDY_ROOT,
+    settings: Mapping[str, Any] | None = None,
 ) -> str:
     """The hash of one stage's config, entry point, own overrides and inputs' hashes.
 
     Paths inside the study folder ``root`` (the SFT model a stage starts from, an evaluation's
     output folder) enter as ``root_as``, so a study folder moved elsewhere keeps its stages.
+    ``settings``: the stage's ``hashed_settings``, when the caller has them already.
     """
-    payload = {**hashed_settings(run, stage, root, root_as),
-               "deps": {d: dep_hashes[d] for d in stage.deps}}  # fmt: skip
+    part = dict(settings) if settings is not None else hashed_settings(run, stage)
+    payload = {**part, "deps": {d: dep_hashes[d] for d in stage.deps}}
+    if root is not None:
+        payload = _rooted(payload, str(root), root_as)
     text = json.dumps(payload, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def hashed_settings(
-    run: RunConfig, stage: Stage, root: Path | None = None, root_as: str = STUDY_ROOT
-) -> dict[str, Any]:
-    """What a stage's hash covers besides its inputs: entry point, own overrides, config."""
+def hashed_settings(run: RunConfig, stage: Stage) -> dict[str, Any]:
+    """What a stage's hash covers besides its inputs: entry point, own overrides, config (the
+    costly part of hashing: the config resolved to plain values)."""
     resolved = OmegaConf.to_container(OmegaConf.structured(run), resolve=True)
     assert isinstance(resolved, dict)
-    payload = {
+    return {
         "entry": stage.entry,
         "overrides": [o for o in stage.overrides if not o.startswith(("hydra.", "run_name="))],
         "config": _hashed_part(resolved, stage.kind),
     }
-    return _rooted(payload, str(root), root_as) if root is not None else payload
+
+
+def readable_settings(settings: Mapping[str, Any], root: Path) -> dict[str, str]:
+    """Dotted key -> JSON value of a stage's hashed settings, paths in the study folder as
+    ``<study>/...`` (what a rerun's reason names)."""
+    return flat_settings(_rooted(dict(settings), str(root), STUDY_ROOT))
 
 
 def flat_settings(settings: Mapping[str, Any]) -> dict[str, str]:
-    """Dotted key -> JSON value of a stage's hashed settings (what a rerun's reason names)."""
     out: dict[str, str] = {}
 
     def walk(prefix: str, value: Any) -> None:
@@ -194,11 +201,13 @@ def hash_plan(
     configs: Mapping[str, RunConfig],
     root: Path | None = None,
     root_as: str = STUDY_ROOT,
+    settings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, str]:
     """Config hash of every stage, dependencies first (their hashes enter their dependents')."""
     hashes: dict[str, str] = {}
     for stage in stages:
-        hashes[stage.name] = config_hash(configs[stage.name], stage, hashes, root, root_as)
+        known = settings.get(stage.name) if settings is not None else None
+        hashes[stage.name] = config_hash(configs[stage.name], stage, hashes, root, root_as, known)
     return hashes
 
 
