@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlvr.study.manifest import MANIFEST, read_json
+from rlvr.study.plan import GRPO_KINDS
 
-TRAINING = ("sft", "expert", "mixed", "cascade", "adaptive", "distill", "filter")
+TRAINING = ("sft", *GRPO_KINDS, "distill")  # stages whose summary.json and metrics.jsonl split
 STEP_PARTS = {"generation": "time/generation_s", "grading": "time/reward_s",
               "teachers": "time/teacher_s", "update": "time/update_s"}  # fmt: skip
 COLUMNS = ("start-up", "set-up & saves", "generation", "grading", "teachers", "update",
@@ -118,19 +119,20 @@ def grouped(profiles: Sequence[StageProfile]) -> list[tuple[str, int, StageProfi
         else:
             by_kind.setdefault(p.kind, []).append(p)
     for kind, group in by_kind.items():
-        cpu = [p.cpu_s for p in group]
-        parts: dict[str, float] = {}
-        for p in group:
-            for k, v in p.parts.items():
-                parts[k] = parts.get(k, 0.0) + v
-        total = StageProfile(
-            kind, kind, sum(p.wall_s for p in group),
-            None if None in cpu else sum(c for c in cpu if c is not None), parts,
-        )  # fmt: skip
-        rows.append(
-            (f"{kind} (x{len(group)})" if len(group) > 1 else group[0].name, len(group), total)
-        )
+        label = f"{kind} (x{len(group)})" if len(group) > 1 else group[0].name
+        rows.append((label, len(group), summed(kind, group)))
     return rows
+
+
+def summed(kind: str, profiles: Sequence[StageProfile]) -> StageProfile:
+    """Several stages as one: walls and parts added, CPU seconds where every stage has them."""
+    parts: dict[str, float] = {}
+    for p in profiles:
+        for key, seconds in p.parts.items():
+            parts[key] = parts.get(key, 0.0) + seconds
+    cpu = [p.cpu_s for p in profiles]
+    total_cpu = None if any(c is None for c in cpu) else sum(c for c in cpu if c is not None)
+    return StageProfile(kind, kind, sum(p.wall_s for p in profiles), total_cpu, parts)
 
 
 def format_profile(profiles: Sequence[StageProfile]) -> str:
@@ -141,11 +143,7 @@ def format_profile(profiles: Sequence[StageProfile]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for label, _, p in rows:
         lines.append(_row(label, p, used))
-    wall = sum(p.wall_s for _, _, p in rows)
-    cpu = [p.cpu_s for _, _, p in rows]
-    parts = {c: sum(p.parts.get(c, 0.0) for _, _, p in rows) for c in used}
-    total = StageProfile("total", "total", wall, None if None in cpu else sum(cpu), parts)  # type: ignore[arg-type]
-    lines.append(_row("**total**", total, used))
+    lines.append(_row("**total**", summed("total", [p for _, _, p in rows]), used))
     return "\n".join(lines)
 
 
