@@ -166,10 +166,7 @@ def hashed_settings(run: RunConfig, stage: Stage) -> dict[str, Any]:
 def readable_settings(settings: Mapping[str, Any], root: Path) -> dict[str, str]:
     """Dotted key -> JSON value of a stage's hashed settings, paths in the study folder as
     ``<study>/...`` (what a rerun's reason names)."""
-    return flat_settings(_rooted(dict(settings), str(root), STUDY_ROOT))
-
-
-def flat_settings(settings: Mapping[str, Any]) -> dict[str, str]:
+    rooted = _rooted(dict(settings), str(root), STUDY_ROOT)
     out: dict[str, str] = {}
 
     def walk(prefix: str, value: Any) -> None:
@@ -179,8 +176,8 @@ def flat_settings(settings: Mapping[str, Any]) -> dict[str, str]:
         else:
             out[prefix] = json.dumps(value, sort_keys=True, default=str)
 
-    walk("", {**settings.get("config", {}), "entry": settings.get("entry"),
-              "overrides": settings.get("overrides")})  # fmt: skip
+    walk("", {**rooted.get("config", {}), "entry": rooted.get("entry"),
+              "overrides": rooted.get("overrides")})  # fmt: skip
     return out
 
 
