@@ -83,6 +83,8 @@ def test_config_trains_and_its_final_model_merges_and_evaluates(
         base = [o for o in OVERRIDES if not o.startswith("mixture.heldout_size=")]
         base += ["mixture.heldout_size=6", "eval.k=2", "eval.max_new_tokens=16"]
         base += ["eval.greedy=true", f"eval.in_run_token_budget={HELDOUT_CAP * 3 * 16}"]
+    if config == "gpu_fsdp2.yaml":  # agent episodes too: FSDP ranks run them in step
+        base = [*OVERRIDES, "domains=[math,agent]", "algo.max_completion_length=96"]
     log = launch(
         config,
         root,
@@ -98,6 +100,8 @@ def test_config_trains_and_its_final_model_merges_and_evaluates(
     expected = "FSDP" if fsdp else "MULTI_CPU"
     assert summary["rl"]["distributed_type"] == expected, summary["rl"]
     assert summary["rl"]["steps"] == 2 and summary["compute"]["processes"] == 2
+    # rlvr's KV-cache sampler on both: DDP ranks on their own, FSDP ranks in step
+    assert summary["rl"]["generation"]["sampler"] == "kv-cache", summary["rl"]["generation"]
     if config == "gpu_ddp.yaml":
         assert f"capped to {HELDOUT_CAP} of 6 rows" in log
         for stage in ("start", "rl"):  # both ranks' rows, gathered

@@ -5,6 +5,9 @@ length limit, input order whatever the batch's order, reproducible from torch's 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,22 +117,63 @@ def test_settings_the_sampler_cannot_draw_keep_trls_generate(model_dir, tmp_path
         assert facts["sampler"] == "trl" and facts["trl_sampler_because"] == unsupported(trainer)
 
 
-def test_the_sampler_runs_on_data_parallel_ranks_and_not_on_sharded_weights():
-    """DDP ranks hold whole weights: each samples from its unwrapped model alone. Sharded
-    weights gather in every forward, which ranks ending at different steps would not match."""
+def test_the_sampler_runs_on_data_parallel_and_fsdp_ranks_and_not_under_deepspeed():
+    """DDP ranks hold whole weights: each samples from its unwrapped model alone. FSDP ranks
+    sample in step (``rlvr.rollouts.lockstep``); DeepSpeed keeps TRL's generate."""
     from types import SimpleNamespace
 
     from accelerate.utils import DistributedType
 
-    from rlvr.rollouts import data_parallel
+    from rlvr.rollouts import data_parallel, unsupported
 
-    def on(kind):
-        return data_parallel(SimpleNamespace(distributed_type=kind))
+    def trainer(kind, processes=2):
+        accelerator = SimpleNamespace(distributed_type=kind, num_processes=processes)
+        return SimpleNamespace(
+            accelerator=accelerator, use_vllm=False, use_transformers_continuous_batching=False,
+            _is_vlm=False, args=SimpleNamespace(generation_kwargs=None), top_k=0, min_p=None,
+            repetition_penalty=1.0,
+        )  # fmt: skip
 
-    assert (
-        on(DistributedType.NO) and on(DistributedType.MULTI_CPU) and on(DistributedType.MULTI_GPU)
-    )
-    assert not on(DistributedType.FSDP) and not on(DistributedType.DEEPSPEED)
+    kinds = (DistributedType.NO, DistributedType.MULTI_CPU, DistributedType.MULTI_GPU)
+    assert all(data_parallel(trainer(kind).accelerator) for kind in kinds)
+    assert not data_parallel(trainer(DistributedType.FSDP).accelerator)
+    assert all(unsupported(trainer(kind)) is None for kind in (*kinds, DistributedType.FSDP))
+    assert "DEEPSPEED" in unsupported(trainer(DistributedType.DEEPSPEED))
+    assert unsupported(trainer(DistributedType.DEEPSPEED, processes=1)) is None
+
+
+@pytest.mark.slow
+def test_fsdp2_ranks_sample_in_step_and_draw_what_whole_weights_draw(
+    model_dir, rlvr_cache, tmp_path
+):
+    """Two real FSDP2 processes (gloo) sample single turns and tool-style episodes with
+    different prompts and budgets, so they need different numbers of forwards: each draws
+    exactly what an unsharded copy draws from the same seed, and the rank with fewer forwards
+    makes up the difference with stand-ins (a missing one would hang the gathers)."""
+    from test_gpu_configs import free_port
+    from test_multiprocess import launch_env
+
+    repo = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+           str(repo / "conf/accelerate/cpu_fsdp2.yaml"), "--num_processes", "2",
+           "--num_machines", "1", "--machine_rank", "0", "--main_process_ip", "127.0.0.1",
+           "--main_process_port", str(free_port()), "--rdzv_backend", "static",
+           "--mixed_precision", "no", "-m", "tests.support.fsdp_on_cpu",
+           "tests.support.sampling_two_ranks", str(model_dir), str(tmp_path)]  # fmt: skip
+    done = subprocess.run(cmd, cwd=repo, env=launch_env(rlvr_cache),
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    ranks = torch.load(tmp_path / "result.pt", weights_only=False)
+    assert all(r["distributed_type"] == "DistributedType.FSDP" for r in ranks)
+    for kind in ("single_turns", "episodes"):
+        for r in ranks:
+            assert r[kind]["drawn"] == r[kind]["whole"], kind
+        counts = [r[kind]["forwards"] + r[kind]["stand_ins"] for r in ranks]
+        assert counts[0] == counts[1], (kind, counts)
+        stand_ins = sorted(r[kind]["stand_ins"] for r in ranks)
+        assert stand_ins[0] == 0 and stand_ins[1] > 0, (kind, stand_ins)  # the last rank: none
+    answered = [ids for r in ranks for ids in r["episodes"]["drawn"] if "20, 21, 22" in str(ids)]
+    assert answered  # some episode's tool answer was fed on top of its cache
 
 
 def test_prompts_group_by_content_and_unequal_repeats_are_drawn_alone():

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.evaluation.kv_rows import Rows, decode, extend, join, select
-from rlvr.evaluation.sampling import draw, nucleus
+from rlvr.evaluation.sampling import draw, no_autograd, nucleus
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def sample_episodes(
 
     traces = [Trace(list(p)) for p in prompts]
     batch = _Batch(traces, list(range(len(traces))) if sampling.budget > 0 else [])
-    with torch.inference_mode():
+    with no_autograd(model):
         while batch.queue or len(batch.done) < len(batch.live.ids):
             batch.step += 1
             rows, logits = batch.decode(model)

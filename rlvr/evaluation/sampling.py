@@ -74,7 +74,7 @@ def sample_tokens(
     tokens = torch.full((len(rows), sampler.max_new_tokens), sampler.pad_token_id, device=device)
     scores = torch.zeros(tokens.shape, device=device) if logprobs else None
     done = torch.zeros(len(rows), dtype=torch.bool, device=device)
-    with torch.inference_mode():
+    with no_autograd(model):
         logits = _forward(model, ids, mask if padded else None, positions, cache, last_only=True)
         if k > 1:
             cache.batch_repeat_interleave(k)
@@ -105,6 +105,15 @@ def sample_tokens(
                 model, ids, mask if padded else None, positions, cache, last_only=False
             )
     return _unpad(tokens, scores, sampler.eos_token_ids, k)
+
+
+def no_autograd(model):
+    """``torch.inference_mode``, or ``torch.no_grad`` for a model whose forwards gather sharded
+    weights (``gathers_weights``): FSDP gathers them into buffers that training writes into
+    later, which inference mode would have made read-only outside it."""
+    import torch
+
+    return torch.no_grad() if getattr(model, "gathers_weights", False) else torch.inference_mode()
 
 
 def _report(on_finished, rows, tokens, done, width: int, eos_token_ids) -> None:

@@ -14,10 +14,11 @@ from typing import Any
 
 def unsupported(trainer: Any) -> str | None:
     """Why this trainer's generation must stay TRL's (None: the KV-cache sampler can draw it)."""
-    if trainer.accelerator.num_processes > 1 and not data_parallel(trainer.accelerator):
-        # ranks run different numbers of forwards (their rows end at different steps), and
-        # every forward of sharded weights gathers them on all ranks; TRL's generate syncs them
-        return "weights sharded over the processes (FSDP, DeepSpeed)"
+    accelerator = trainer.accelerator
+    sharded = accelerator.num_processes > 1 and not data_parallel(accelerator)
+    if sharded and _kind(accelerator) != "FSDP":
+        # FSDP ranks sample in lockstep (rlvr.rollouts.lockstep); other sharding is untested
+        return f"weights sharded by {_kind(accelerator)} (rlvr's samplers keep FSDP ranks in step)"
     if trainer.use_vllm or trainer.use_transformers_continuous_batching or trainer._is_vlm:
         return "generation is not plain transformers on a text model"
     if trainer.args.generation_kwargs or trainer.top_k or trainer.min_p:
@@ -30,17 +31,24 @@ def unsupported(trainer: Any) -> str | None:
 def data_parallel(accelerator: Any) -> bool:
     """Whether each process holds whole weights (one process, or DDP on CPUs or GPUs): then
     sampling from the unwrapped model is local to each rank, whatever its rows do."""
-    kind = str(getattr(accelerator.distributed_type, "value", accelerator.distributed_type))
+    kind = _kind(accelerator)
     return kind == "NO" or kind.startswith("MULTI_")
+
+
+def _kind(accelerator: Any) -> str:
+    return str(getattr(accelerator.distributed_type, "value", accelerator.distributed_type))
 
 
 @contextmanager
 def generation_context(trainer: Any):
     """TRL's context for its transformers generation: the unwrapped model, gradient
-    checkpointing off, no autograd, full FSDP parameters; yields the model to sample from."""
+    checkpointing off, no autograd, full FSDP parameters; yields the model to sample from,
+    which keeps sharded ranks in step (``rlvr.rollouts.lockstep``)."""
     import torch
     from trl.extras.profiling import profiling_context
     from trl.models import unwrap_model_for_generation
+
+    from rlvr.rollouts.lockstep import in_step
 
     with (
         profiling_context(trainer, "transformers.generate"),
@@ -53,5 +61,6 @@ def generation_context(trainer: Any):
         ) as model,
         torch.no_grad(),
         trainer._dist.summon_full_params(trainer.model_wrapped, recurse=False),
+        in_step(model, trainer.accelerator) as stepped,
     ):
-        yield model
+        yield stepped
