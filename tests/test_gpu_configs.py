@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from test_multiprocess import OVERRIDES, launch_env, run_dir
+from test_multiprocess import OVERRIDES, launch_env, run_dir, step_metrics
 from test_train import weights
 
 from rlvr.training.checkpoints import is_complete, latest_complete_checkpoint
@@ -83,8 +83,10 @@ def test_config_trains_and_its_final_model_merges_and_evaluates(
         base = [o for o in OVERRIDES if not o.startswith("mixture.heldout_size=")]
         base += ["mixture.heldout_size=6", "eval.k=2", "eval.max_new_tokens=16"]
         base += ["eval.greedy=true", f"eval.in_run_token_budget={HELDOUT_CAP * 3 * 16}"]
-    if config == "gpu_fsdp2.yaml":  # agent episodes too: FSDP ranks run them in step
+    if config == "gpu_fsdp2.yaml":  # FSDP ranks sample in step: agent episodes too
         base = [*OVERRIDES, "domains=[math,agent]", "algo.max_completion_length=96"]
+    if config == "multinode_fsdp2.yaml":  # ... and single turns graded as rows end
+        base = [*OVERRIDES, "trainer.score_ahead=true"]
     log = launch(
         config,
         root,
@@ -102,6 +104,11 @@ def test_config_trains_and_its_final_model_merges_and_evaluates(
     assert summary["rl"]["steps"] == 2 and summary["compute"]["processes"] == 2
     # rlvr's KV-cache sampler on both: DDP ranks on their own, FSDP ranks in step
     assert summary["rl"]["generation"]["sampler"] == "kv-cache", summary["rl"]["generation"]
+    logged = step_metrics(folder)
+    if config == "gpu_fsdp2.yaml":
+        assert sum(m["agent/count"] for m in logged) > 0
+    if config == "multinode_fsdp2.yaml":
+        assert sum(m["time/reward_ahead_s"] for m in logged) > 0  # rows graded while others decode
     if config == "gpu_ddp.yaml":
         assert f"capped to {HELDOUT_CAP} of 6 rows" in log
         for stage in ("start", "rl"):  # both ranks' rows, gathered
