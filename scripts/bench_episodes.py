@@ -187,12 +187,15 @@ def single_turn_rate(model, tokenizer, rows, args: dict[str, Any]) -> float:
     return tokens / (time.perf_counter() - start)
 
 
-TRL_FORWARD = ["trainer.trim_padding=false", "trainer.share_prompts=false"]
+ALL_ROWS = ["trainer.skip_zero_advantage=false"]
+TRL_FORWARD = ["trainer.trim_padding=false", "trainer.share_prompts=false", *ALL_ROWS]
 GRPO_ARMS = {
     "agent, episodes": ["experiment=tiny_rl_agent"],
+    "agent, all rows": ["experiment=tiny_rl_agent", *ALL_ROWS],
     "agent, TRL forward": ["experiment=tiny_rl_agent", *TRL_FORWARD],
     "agent, TRL loop": ["experiment=tiny_rl_agent", "trainer.tool_episodes=false", *TRL_FORWARD],
     "math": ["experiment=tiny_rl_math"],
+    "math, all rows": ["experiment=tiny_rl_math", *ALL_ROWS],
     "math, TRL forward": ["experiment=tiny_rl_math", *TRL_FORWARD],
 }
 
@@ -300,15 +303,18 @@ def main() -> None:
         math_s = arms["math"]["step_s"]
         for name in ("agent, episodes", "agent, TRL loop"):
             log.info("GRPO %s / math: %.2fx", name, arms[name]["step_s"] / math_s)
-        for name in ("agent", "math"):  # trimmed chunks and shared prompts vs one padded forward
-            lean, padded = (
-                arms[name if name == "math" else "agent, episodes"],
-                arms[f"{name}, TRL forward"],
-            )
-            log.info(
-                "GRPO %s update: %.2fx faster than TRL's padded forward (%.1f s vs %.1f s)",
-                name, padded["update_s"] / lean["update_s"], lean["update_s"], padded["update_s"],
-            )  # fmt: skip
+        for name in ("agent", "math"):  # the lean update vs its parts and TRL's padded forward
+            lean = arms[name if name == "math" else "agent, episodes"]
+            for baseline, what in (
+                ("all rows", "every row"),
+                ("TRL forward", "TRL's padded forward"),
+            ):
+                other = arms[f"{name}, {baseline}"]
+                log.info(
+                    "GRPO %s update: %.2fx faster than with %s (%.1f s vs %.1f s)",
+                    name, other["update_s"] / lean["update_s"], what, lean["update_s"],
+                    other["update_s"],
+                )  # fmt: skip
 
 
 if __name__ == "__main__":

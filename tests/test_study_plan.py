@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from rlvr.config import ConfigError
 from rlvr.study.__main__ import load_study, plan, run_study
-from rlvr.study.commands import compose, hash_plan, stage_config, user_overrides
+from rlvr.study.commands import _hashed_part, compose, hash_plan, stage_config, user_overrides
 from rlvr.study.manifest import (
     adopt_earlier_hashes,
     mark_started,
@@ -560,3 +560,27 @@ def test_the_arms_hash_like_training_stages(tmp_path):
     # settings only the adaptive mixture reads leave every other stage as it was
     assert before["mixed-seed0"] == after["mixed-seed0"]
     assert before["expert-math-seed0"] == after["expert-math-seed0"]
+
+
+def test_hashed_settings_are_the_structured_configs_plain_values(tmp_path):
+    """Hashes read each stage's config as plain values without rebuilding an OmegaConf
+    structured config; the payload must stay what the structured conversion gave, or every
+    existing study folder would see its stages changed."""
+    import json
+
+    from rlvr.study.commands import hashed_settings
+    from rlvr.study.plan import build_plan
+
+    argv = ["experiment=tiny_study_arms", "study.seeds=[0]", f"paths.output_root={tmp_path}"]
+    run, base = load_study(argv), user_overrides(argv)
+    by_kind = {}
+    for stage in build_plan(run):
+        by_kind.setdefault(stage.kind, stage)
+    assert {"sft", "expert", "mixed", "merge", "eval"} <= set(by_kind)
+    for stage in by_kind.values():
+        config = stage_config(base, stage)
+        structured = OmegaConf.to_container(OmegaConf.structured(config), resolve=True)
+        ours = hashed_settings(config, stage)["config"]
+        assert json.dumps(ours, sort_keys=True, default=str) == json.dumps(
+            _hashed_part(structured, stage.kind), sort_keys=True, default=str
+        ), stage.name

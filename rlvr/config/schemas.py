@@ -184,7 +184,8 @@ class TrainerConfig:
     tool_episodes: bool = True
     # Single-turn rollouts drawn by the KV-cache sampler (rlvr.rollouts.single_turn: each distinct prompt
     # prefilled once, finished rows leave the batch); false: TRL's model.generate. Plain
-    # transformers generation with temperature and top-p only, one process; otherwise TRL's.
+    # transformers generation with temperature and top-p only, on one process, data-parallel
+    # ranks or FSDP ranks (in step: rlvr.rollouts.lockstep); otherwise TRL's.
     kv_sampling: bool = True
     # With kv_sampling: rows that end while the batch still decodes are graded on a background
     # thread (rlvr.rewards.early), so scoring overlaps generation; false: the whole batch is
@@ -200,6 +201,11 @@ class TrainerConfig:
     # completions sampled from it (rlvr.lean_forward.shared_prompt). One process, no gradient
     # checkpointing (off otherwise, with a log line).
     share_prompts: bool = True
+    # Rows whose advantage is exactly zero (their group all scored alike) leave the update
+    # (rlvr.lean_forward.zero_advantage): they add nothing to the loss or its gradient, which
+    # stay the whole batch's; TRL's logged entropy and clip ratios cover the rows trained on.
+    # Off by itself with a KL term, an entropy bonus, an aux loss or an entropy/off-policy mask.
+    skip_zero_advantage: bool = True
     log_completions: bool = True
     num_completions_to_print: int = 0
     max_infra_error_rate: float = 0.05  # abort when verifier/infra errors exceed this share

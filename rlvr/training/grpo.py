@@ -12,6 +12,7 @@ from trl import GRPOTrainer
 
 from rlvr.config import ConfigError
 from rlvr.data.adaptive import load_mixture_state, save_mixture_state
+from rlvr.lean_forward.zero_advantage import rows_with_gradient, skippable
 from rlvr.rewards.bridge import bridge_scores
 from rlvr.rollouts import unsupported as sampler_unsupported
 from rlvr.runs.folders import DataIdLog
@@ -43,6 +44,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         score_ahead: bool | None = None,
         trim_padding=True,
         share_prompts=True,
+        skip_zero_advantage=True,
         **kwargs,
     ):
         self._sampler_factory = sampler_factory
@@ -59,6 +61,13 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self._ahead_source = None
         self._next_batch = None  # the next step's generation batch, once seen
         self._lean_forward = self._build_lean_forward(trim_padding, share_prompts)
+        kept_because = (
+            skippable(self) if skip_zero_advantage else "trainer.skip_zero_advantage=false"
+        )
+        self.skip_zero_advantage = kept_because is None
+        self._update_facts = {"skip_zero_advantage": self.skip_zero_advantage,
+                              **({"zero_advantage_kept_because": kept_because} if kept_because else {})}  # fmt: skip
+        self.rows_skipped = self.rows_seen = 0
         why = sampler_unsupported(self)
         self.kv_sampling = kv_sampling and why is None
         self._sampler_facts = {  # read now: accelerate's state is reset when training ends
@@ -127,6 +136,17 @@ class RLVRGRPOTrainer(GRPOTrainer):
         return lean(
             model, parent, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy
         )
+
+    def _compute_loss(self, model, inputs):
+        """TRL's loss, on the rows whose advantage is nonzero (``rlvr.lean_forward.zero_advantage``):
+        the same loss and gradient without the forward and backward of rows that add nothing."""
+        kept = rows_with_gradient(inputs, self.loss_type) if self.skip_zero_advantage else None
+        rows = inputs["advantages"].size(0)
+        self.rows_seen += rows
+        if kept is None:
+            return super()._compute_loss(model, inputs)
+        self.rows_skipped += rows - kept.rows.numel()
+        return super()._compute_loss(model, kept.take(inputs)) * kept.scale
 
     def _generate_and_score_completions(self, inputs):
         training = self.model.training
@@ -310,3 +330,10 @@ class RLVRGRPOTrainer(GRPOTrainer):
         if self.lookahead is None:
             return {**self._sampler_facts, "async_generation": False}
         return {**self._sampler_facts, "async_generation": True, **self.lookahead.stats.facts()}
+
+    def update_facts(self) -> dict[str, Any]:
+        """For the run summary: whether zero-advantage rows left the update (and why not where
+        they stayed), and how many of the rows seen did."""
+        share = self.rows_skipped / self.rows_seen if self.rows_seen else 0.0
+        return {**self._update_facts, "rows": self.rows_seen, "rows_skipped": self.rows_skipped,
+                "rows_skipped_share": round(share, 4)}  # fmt: skip

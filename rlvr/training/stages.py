@@ -214,6 +214,7 @@ def grpo(
         score_ahead=run.trainer.score_ahead,
         trim_padding=run.trainer.trim_padding,
         share_prompts=run.trainer.share_prompts,
+        skip_zero_advantage=run.trainer.skip_zero_advantage,
         **trainer_kwargs(dataset["environment"]),  # agent rows: TRL's environment_factory
     )
     trainer_ref["trainer"] = trainer
@@ -232,6 +233,7 @@ def grpo(
         "verifications": dict(budget.seen),
         "tokens": trainer.state.num_input_tokens_seen or _logged_tokens(trainer),
         "generation": trainer.generation_facts(),  # async: staleness, waits
+        "update": trainer.update_facts(),  # rows left out of the update (zero advantage)
         **peak_memory(),
     }
     return str(final), facts

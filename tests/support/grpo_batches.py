@@ -37,7 +37,9 @@ def grouped_batch(seed: int, prompts: int, group: int, prompt_width: int, comple
     return ids, mask
 
 
-def grpo_trainer(model_dir, out, rows: int, completion_width: int, trim: bool, share: bool):
+def grpo_trainer(
+    model_dir, out, rows: int, completion_width: int, trim: bool, share: bool, skip=True, **config
+):
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
@@ -54,16 +56,18 @@ def grpo_trainer(model_dir, out, rows: int, completion_width: int, trim: bool, s
             per_device_train_batch_size=rows,
             num_generations=4,
             max_completion_length=completion_width,
-            beta=0.0,
+            beta=config.pop("beta", 0.0),
             report_to=[],
             use_cpu=True,
             bf16=False,  # float64 throughout, also under FSDP2 (no upcast, no autocast)
             save_strategy="no",
             seed=0,
+            **config,
         ),  # fmt: skip
         train_dataset=Dataset.from_list([{"prompt": "Compute 1+2."}] * rows),
         trim_padding=trim,
         share_prompts=share,
+        skip_zero_advantage=skip,
     )
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1  # set by the training loop
