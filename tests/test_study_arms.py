@@ -13,6 +13,7 @@ import yaml
 from test_study_e2e import run_study
 
 from rlvr.study.manifest import marker_path
+from rlvr.study.profile import profile
 
 pytestmark = pytest.mark.slow
 
@@ -83,3 +84,9 @@ def test_a_cascade_stage_lost_midway_reruns_alone(study):
     assert rerun == {stage}
     assert stages["cascade-1-instruction-seed0"]["status"] == "skipped"
     assert (study / "cascade" / "seed0" / "2-math" / "final" / "config.json").is_file()
+    log = (study / "logs" / f"{stage}.log").read_text()
+    assert "resuming from" in log and "checkpoint-" in log
+    assert all(e["wall_s"] and e["device_s"] for e in stages.values())  # facts kept on reuse
+    # the profile: stages the local launcher ran carry their CPU seconds
+    evaluation = {p.name: p for p in profile(study)}["eval-ram-seed0"]
+    assert 0 < evaluation.cpu_s and {"start-up", "sampling"} <= set(evaluation.parts)

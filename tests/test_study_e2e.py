@@ -1,6 +1,8 @@
 """The study end to end at reduced scale, with real stages: through submitit's local executor
-with dependencies honoured, and killed with SIGKILL during an expert stage then rerun, ending
-with the same tables as the uninterrupted study."""
+with dependencies honoured, and on a real SLURM cluster with a job requeued during an expert
+and its driver killed, ending with the same tables as the uninterrupted study. (A local study
+killed mid-stage: its stages die with it, ``tests/test_study_run.py``; a stage rerun resumes
+from its checkpoints, ``tests/test_study_arms.py``.)"""
 
 from __future__ import annotations
 
@@ -49,19 +51,6 @@ def run_study(out: Path, *extra: str) -> subprocess.CompletedProcess:
     return result
 
 
-def processes_writing_to(folder: Path) -> list[int]:
-    """Live processes whose command line names the folder (orphans of a killed study)."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and str(folder) in (proc / "cmdline").read_text():
-                if "Z" not in (proc / "stat").read_text().split()[2]:
-                    pids.append(int(proc.name))
-        except OSError:
-            continue
-    return pids
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> Path:
     """The uninterrupted study, through submitit's local executor (real job processes)."""
@@ -87,45 +76,6 @@ def test_submitit_runs_every_stage_after_its_inputs(reference):
         assert (reference / "analysis" / name).is_file(), name
     report = (reference / "report" / "report.md").read_text()
     assert "Analyses of the models" in report and "Self-verification" in report
-
-
-def test_sigkill_during_an_expert_then_rerun_gives_the_same_tables(reference, tmp_path):
-    out = tmp_path / "study"
-    expert = out / "experts" / "math-seed0"
-    proc = subprocess.Popen(
-        study_cmd(out), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.time() + 600
-    while latest_complete_checkpoint(expert / "checkpoints") is None:
-        assert proc.poll() is None, "the study ended before the expert saved a checkpoint"
-        assert time.time() < deadline
-        time.sleep(0.1)
-    os.kill(proc.pid, signal.SIGKILL)  # the whole study, as a preempted node would
-    proc.wait()
-    assert not (expert / "final" / "config.json").exists(), "killed too late to test resume"
-    time.sleep(2)
-    assert processes_writing_to(out) == [], "a killed study left stage processes running"
-
-    result = run_study(out)
-    log = (out / "logs" / "expert-math-seed0.log").read_text()
-    assert "resuming from" in log and "checkpoint-" in log
-    stages = json.loads((out / "study.json").read_text())["stages"]
-    assert stages["sft"]["status"] == "skipped"  # finished before the kill: not rerun
-    assert stages["expert-math-seed0"]["status"] == "done"
-    for table in TABLES:
-        ours = (out / "report" / table).read_text()
-        assert ours == (reference / "report" / table).read_text(), table
-    assert "stages:" in result.stdout
-
-    again = run_study(out)  # nothing left to do: every stage skipped, same tables
-    final = json.loads((out / "study.json").read_text())["stages"]
-    assert {e["status"] for e in final.values()} == {"skipped"}
-    assert all(e["wall_s"] and e["device_s"] for e in final.values())  # facts kept on reuse
-    assert "14 skipped" in again.stdout
-    # the profile: stages the local launcher ran carry their CPU seconds
-    profiled = {p.name: p for p in profile(out)}
-    evaluation = profiled["eval-ties-seed0"]
-    assert 0 < evaluation.cpu_s and {"start-up", "sampling"} <= set(evaluation.parts)
 
 
 def test_the_profile_splits_each_stage_wall_into_its_parts(reference):

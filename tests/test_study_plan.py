@@ -30,14 +30,22 @@ MERGES = ("average", "task_arithmetic", "ties", "ties_dare", "ta_dare", "sce", "
 SHAPE = ("study.seeds=[0]", "study.stages=[neighbourhood,analyze]")
 
 
+@pytest.fixture(scope="module")
+def plan_root(tmp_path_factory):
+    """One study folder for the tests that only plan: their command lines then repeat, and a
+    process composes each distinct one once (``rlvr.study.commands``), so a plan after the
+    first costs about a second instead of twenty."""
+    return tmp_path_factory.mktemp("plans")
+
+
 def _plan(tmp_path, *extra: str):
     """(run, stages, hashes, commands) of the reduced tiny study."""
     planned = plan(["experiment=tiny_study", *SHAPE, f"study.out_dir={tmp_path}", *extra])
     return planned.run, planned.stages, planned.hashes, planned.commands
 
 
-def test_tiny_study_expands_to_every_stage_with_its_dependencies(tmp_path):
-    run, stages, hashes, commands = _plan(tmp_path)
+def test_tiny_study_expands_to_every_stage_with_its_dependencies(plan_root):
+    run, stages, hashes, commands = _plan(plan_root)
     names = [s.name for s in stages]
     experts = [f"expert-{d}-seed0" for d in DOMAINS]
     merges = [f"merge-{m}-seed0" for m in MERGES]
@@ -70,9 +78,9 @@ def test_tiny_study_expands_to_every_stage_with_its_dependencies(tmp_path):
     pair = by_name["merge-math+code-seed0"]
     assert set(pair.deps) == {"expert-math-seed0", "expert-code-seed0"}
     assert "merge=task_arithmetic" in pair.overrides  # analyze.neighbourhood.preset
-    assert pair.out_dir == tmp_path / "neighbourhood" / "merges" / "math+code-seed0"
+    assert pair.out_dir == plan_root / "neighbourhood" / "merges" / "math+code-seed0"
     scored = by_name["eval-math+code-seed0"]
-    assert scored.out_dir == tmp_path / "neighbourhood" / "eval" / "math+code-seed0"
+    assert scored.out_dir == plan_root / "neighbourhood" / "eval" / "math+code-seed0"
     assert {p.name for p in scored.outputs} == {"micro_math.json", "micro_code.json"}
     assert len(set(hashes.values())) == len(stages)  # every stage its own config
     # inside a study the training stages skip their own held-out evaluations
@@ -81,8 +89,8 @@ def test_tiny_study_expands_to_every_stage_with_its_dependencies(tmp_path):
         assert "resume=true" in commands[name] or name == "sft"
 
 
-def test_seeds_multiply_trained_models_and_merges_only(tmp_path):
-    _, stages, _, _ = _plan(tmp_path, "study.seeds=[0,1]", "study.merges=[ties]")
+def test_seeds_multiply_trained_models_and_merges_only(plan_root):
+    _, stages, _, _ = _plan(plan_root, "study.seeds=[0,1]", "study.merges=[ties]")
     names = [s.name for s in stages]
     assert names.count("sft") == 1 and "eval-base" in names and "eval-sft" in names
     for seed in (0, 1):
@@ -110,22 +118,22 @@ def test_stage_commands_parse_back_to_the_planned_paths(tmp_path):
     assert cfg.merge.base == str(odd / "sft" / "final") and cfg.merge.method == "ties"
 
 
-def test_a_changed_setting_invalidates_the_stages_that_use_it_and_their_dependents(tmp_path):
-    _, stages, before, _ = _plan(tmp_path)
-    _, _, after, _ = _plan(tmp_path, "algo.learning_rate=5e-5")
+def test_a_changed_setting_invalidates_the_stages_that_use_it_and_their_dependents(plan_root):
+    _, stages, before, _ = _plan(plan_root)
+    _, _, after, _ = _plan(plan_root, "algo.learning_rate=5e-5")
     changed = {n for n in before if before[n] != after[n]}
     assert "sft" not in changed and "eval-base" not in changed  # GRPO settings do not touch them
     assert "eval-sft" not in changed
     for s in stages:
         if s.kind in ("expert", "mixed", "merge", "report") or s.name.endswith("seed0"):
             assert s.name in changed, s.name
-    _, _, sft_changed, _ = _plan(tmp_path, "sft.max_steps=7")
+    _, _, sft_changed, _ = _plan(plan_root, "sft.max_steps=7")
     assert {n for n in before if before[n] != sft_changed[n]} == set(before) - {"eval-base"}
 
 
-def test_study_settings_that_do_not_change_results_keep_the_hashes(tmp_path):
-    _, _, a, _ = _plan(tmp_path, "study.jobs=1")
-    _, _, b, _ = _plan(tmp_path, "study.jobs=2", "study.poll_s=3")
+def test_study_settings_that_do_not_change_results_keep_the_hashes(plan_root):
+    _, _, a, _ = _plan(plan_root, "study.jobs=1")
+    _, _, b, _ = _plan(plan_root, "study.jobs=2", "study.poll_s=3")
     assert a == b
 
 
@@ -139,17 +147,17 @@ def test_study_settings_that_do_not_change_results_keep_the_hashes(tmp_path):
         ("study.seeds=[0,0]", ["distinct"]),
     ],
 )
-def test_unknown_names_fail_at_plan_time_with_the_valid_ones(tmp_path, override, names):
+def test_unknown_names_fail_at_plan_time_with_the_valid_ones(plan_root, override, names):
     with pytest.raises(ConfigError) as err:
-        _plan(tmp_path, override)
+        _plan(plan_root, override)
     for name in names:
         assert name in str(err.value)
 
 
-def test_arm_overrides_reach_only_their_arms_training_stages(tmp_path):
-    _, stages, before, commands = _plan(tmp_path)
+def test_arm_overrides_reach_only_their_arms_training_stages(plan_root):
+    _, stages, before, commands = _plan(plan_root)
     _, _, after, commands_after = _plan(
-        tmp_path,
+        plan_root,
         'study.arm_overrides.agent=["algo.max_completion_length=200"]',
         'study.arm_overrides.mixed=["trainer.max_steps=9"]',
     )
@@ -164,8 +172,8 @@ def test_arm_overrides_reach_only_their_arms_training_stages(tmp_path):
     assert "eval-math-seed0" not in changed and "eval-agent-seed0" in changed
 
 
-def test_progress_counts_the_steps_an_arm_override_sets(tmp_path):
-    _, stages, _, _ = _plan(tmp_path, 'study.arm_overrides.mixed=["trainer.max_steps=9"]')
+def test_progress_counts_the_steps_an_arm_override_sets(plan_root):
+    _, stages, _, _ = _plan(plan_root, 'study.arm_overrides.mixed=["trainer.max_steps=9"]')
     steps = {s.name: s.total_steps for s in stages if s.kind in ("expert", "mixed")}
     assert steps["mixed-seed0"] == 9 and steps["expert-math-seed0"] == 40
 
@@ -177,30 +185,30 @@ def test_progress_counts_the_steps_an_arm_override_sets(tmp_path):
         ('study.arm_overrides.math=["trainer.max_steps"]', "key=value"),
     ],
 )
-def test_arm_overrides_name_a_known_arm_and_hold_overrides(tmp_path, override, message):
+def test_arm_overrides_name_a_known_arm_and_hold_overrides(plan_root, override, message):
     with pytest.raises(ConfigError, match=message):
-        _plan(tmp_path, override)
+        _plan(plan_root, override)
 
 
-def test_overrides_for_arms_outside_the_study_are_unused_with_a_warning(tmp_path, caplog):
+def test_overrides_for_arms_outside_the_study_are_unused_with_a_warning(plan_root, caplog):
     _, stages, _, commands = _plan(
-        tmp_path, "study.mixed=false", 'study.arm_overrides.mixed=["trainer.max_steps=9"]'
+        plan_root, "study.mixed=false", 'study.arm_overrides.mixed=["trainer.max_steps=9"]'
     )
     assert not any("trainer.max_steps=9" in commands[s.name] for s in stages)
     assert "['mixed'] unused" in caplog.text
-    _, stages, _, _ = _plan(tmp_path, "study.domains=[math,code]", "study.merges=[]")
+    _, stages, _, _ = _plan(plan_root, "study.domains=[math,code]", "study.merges=[]")
     assert {s.name for s in stages if s.kind == "expert"} == {
         "expert-math-seed0",
         "expert-code-seed0",
     }
 
 
-def test_a_narrowed_study_keeps_only_its_own_domains_mixture_weights(tmp_path):
+def test_a_narrowed_study_keeps_only_its_own_domains_mixture_weights(plan_root):
     """Mixed-arm weights for all five domains; with study.domains=[math,code] its command
     keeps the math and code weights and the plan composes (the others would fail)."""
     weights = ",".join(['"mixture.mode=weighted"', *(f'"domains.{d}.weight=0.2"' for d in DOMAINS)])
     _, stages, _, commands = _plan(
-        tmp_path,
+        plan_root,
         "study.domains=[math,code]",
         "study.merges=[]",
         f'study.arm_overrides.mixed=["trainer.max_steps=100",{weights}]',
@@ -211,22 +219,22 @@ def test_a_narrowed_study_keeps_only_its_own_domains_mixture_weights(tmp_path):
     assert "mixture.mode=weighted" in mixed and "trainer.max_steps=100" in mixed
 
 
-def test_merges_need_two_experts(tmp_path):
+def test_merges_need_two_experts(plan_root):
     with pytest.raises(ConfigError, match="at least two"):
-        _plan(tmp_path, "study.domains=[math]")
-    _, stages, _, _ = _plan(tmp_path, "study.domains=[math]", "study.merges=[]")
+        _plan(plan_root, "study.domains=[math]")
+    _, stages, _, _ = _plan(plan_root, "study.domains=[math]", "study.merges=[]")
     assert [s.name for s in stages if s.kind == "merge"] == []
 
 
-def test_benchmarks_follow_the_study_domains(tmp_path):
-    _, stages, _, _ = _plan(tmp_path, "study.domains=[math,code]")
+def test_benchmarks_follow_the_study_domains(plan_root):
+    _, stages, _, _ = _plan(plan_root, "study.domains=[math,code]")
     report = stages[-1]
     assert report.name == "report"
     evals = [s for s in stages if s.kind == "eval"]
     assert {p.name for p in evals[0].outputs} == {"micro_math.json", "micro_code.json"}
 
 
-def test_optional_stages_plug_in_by_name(tmp_path):
+def test_optional_stages_plug_in_by_name(plan_root):
     from rlvr.study.plan import OPTIONAL_STAGES, ModelRef, Stage
 
     def distill(ctx):
@@ -239,7 +247,7 @@ def test_optional_stages_plug_in_by_name(tmp_path):
 
     register_optional_stage("test_distill", distill)
     try:
-        _, stages, _, _ = _plan(tmp_path, "study.stages=[test_distill]", "study.merges=[ties]")
+        _, stages, _, _ = _plan(plan_root, "study.stages=[test_distill]", "study.merges=[ties]")
     finally:
         OPTIONAL_STAGES.pop("test_distill")
     by_name = {s.name: s for s in stages}
@@ -248,15 +256,17 @@ def test_optional_stages_plug_in_by_name(tmp_path):
     assert "eval-mtopd-seed0" in by_name["report"].deps
 
 
-def test_an_existing_sft_model_replaces_the_sft_stage(tmp_path, tiny_model_dir):
-    _, stages, _, commands = _plan(tmp_path, f"study.sft_model={tiny_model_dir}", "study.merges=[]")
+def test_an_existing_sft_model_replaces_the_sft_stage(plan_root, tiny_model_dir):
+    _, stages, _, commands = _plan(
+        plan_root, f"study.sft_model={tiny_model_dir}", "study.merges=[]"
+    )
     assert "sft" not in [s.name for s in stages]
     assert all(s.deps == () for s in stages if s.kind == "expert")
     assert f'init_from="{tiny_model_dir}"' in commands["expert-math-seed0"]
 
 
-def test_training_stages_run_under_accelerate_when_the_study_names_a_config(tmp_path):
-    _, stages, _, commands = _plan(tmp_path, "study.accelerate=cpu_fsdp2")
+def test_training_stages_run_under_accelerate_when_the_study_names_a_config(plan_root):
+    _, stages, _, commands = _plan(plan_root, "study.accelerate=cpu_fsdp2")
     assert commands["expert-math-seed0"][1:4] == [
         "-m",
         "accelerate.commands.launch",
@@ -265,7 +275,7 @@ def test_training_stages_run_under_accelerate_when_the_study_names_a_config(tmp_
     assert commands["expert-math-seed0"][4].endswith("conf/accelerate/cpu_fsdp2.yaml")
     assert commands["merge-ties-seed0"][1:3] == ["-m", "rlvr.merge"]
     with pytest.raises(ConfigError, match="no conf/accelerate/nope.yaml"):
-        _plan(tmp_path, "study.accelerate=nope")
+        _plan(plan_root, "study.accelerate=nope")
 
 
 def test_m2rl_study_composes_for_gpu_clusters(tmp_path):
@@ -454,10 +464,10 @@ def test_load_study_rejects_unknown_group_options():
         load_study(["experiment=tiny_study", "study=huge"])
 
 
-def test_training_stages_are_sized_by_the_tokens_their_own_config_samples(tmp_path):
+def test_training_stages_are_sized_by_the_tokens_their_own_config_samples(plan_root):
     """The scheduler starts the largest ready stage first: the mixed arm (200 steps) and the
     agent expert (80 steps of 192-token episodes) outrank the other experts; evaluations size 0."""
-    _, stages, _, _ = _plan(tmp_path)
+    _, stages, _, _ = _plan(plan_root)
     work = {s.name: s.work for s in stages}
     assert work["mixed-seed0"] == 200 * 32 * 8 * 192
     assert work["expert-agent-seed0"] == 80 * 32 * 8 * 192
@@ -491,9 +501,9 @@ def _sft_scores(root, scores: dict[str, tuple[float, float]]) -> None:
         (folder / f"micro_{domain}.json").write_text(json.dumps(summary))
 
 
-def test_the_cascade_chains_one_stage_per_domain_and_evaluates_each(tmp_path):
+def test_the_cascade_chains_one_stage_per_domain_and_evaluates_each(plan_root):
     order = "study.cascade_order=[code,math,science,instruction,agent]"
-    _, stages, hashes, commands = _plan(tmp_path, "study.stages=[cascade]", order)
+    _, stages, hashes, commands = _plan(plan_root, "study.stages=[cascade]", order)
     by_name = {s.name: s for s in stages}
     chain = ["cascade-1-code-seed0", "cascade-2-math-seed0", "cascade-3-science-seed0",
              "cascade-4-instruction-seed0", "cascade-5-agent-seed0"]  # fmt: skip
@@ -540,8 +550,8 @@ def test_a_cascade_order_must_name_every_domain_once(tmp_path):
         _plan(tmp_path, "study.stages=[cascade]", "study.cascade_order=[math,math]")
 
 
-def test_the_adaptive_arm_is_the_mixed_arm_with_adaptive_weights(tmp_path):
-    _, stages, _, commands = _plan(tmp_path, "study.stages=[adaptive]")
+def test_the_adaptive_arm_is_the_mixed_arm_with_adaptive_weights(plan_root):
+    _, stages, _, commands = _plan(plan_root, "study.stages=[adaptive]")
     by_name = {s.name: s for s in stages}
     mixed, adaptive = by_name["mixed-seed0"].overrides, by_name["adaptive-seed0"].overrides
     assert "mixture.mode=adaptive" in adaptive and "mixture.mode=weighted" not in adaptive
@@ -553,9 +563,9 @@ def test_the_adaptive_arm_is_the_mixed_arm_with_adaptive_weights(tmp_path):
     )
 
 
-def test_the_arms_hash_like_training_stages(tmp_path):
-    _, _, before, _ = _plan(tmp_path, "study.stages=[adaptive]")
-    _, _, after, _ = _plan(tmp_path, "study.stages=[adaptive]", "mixture.adaptive.floor=0.1")
+def test_the_arms_hash_like_training_stages(plan_root):
+    _, _, before, _ = _plan(plan_root, "study.stages=[adaptive]")
+    _, _, after, _ = _plan(plan_root, "study.stages=[adaptive]", "mixture.adaptive.floor=0.1")
     assert before["adaptive-seed0"] != after["adaptive-seed0"]
     # settings only the adaptive mixture reads leave every other stage as it was
     assert before["mixed-seed0"] == after["mixed-seed0"]

@@ -325,6 +325,49 @@ def test_cancel_stops_ranks_that_left_the_stage_session(tmp_path):
     assert beats == [(out / f"rank{i}").read_text() for i in range(2)]  # nobody writes any more
 
 
+DRIVER = """
+import pathlib, sys, time
+from rlvr.study.launchers import LocalLauncher, StageJob
+from rlvr.study.plan import Stage
+root = pathlib.Path(sys.argv[1])
+stage = Stage("long", "fake", "fake", (), (), root / "long", ())
+code = "import os, pathlib, sys, time; pathlib.Path(sys.argv[1]).write_text(str(os.getpid())); time.sleep(120)"
+argv = [sys.executable, "-c", code, str(root / "pid")]
+LocalLauncher(jobs=1).start(StageJob(root, stage, "h", argv, {}, str(root)), [])
+time.sleep(120)
+"""
+
+
+def test_a_killed_driver_takes_its_running_stages_with_it(tmp_path):
+    """SIGKILL of the study's own process (a closed terminal, a preempted login node) leaves
+    no stage running on: each stage dies with its parent, so a rerun does not race orphans."""
+    import os
+    import signal
+    import subprocess
+
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path)])
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "pid").exists() or not (tmp_path / "pid").read_text():
+        assert time.monotonic() < deadline and driver.poll() is None, "the stage never started"
+        time.sleep(0.05)
+    stage_pid = int((tmp_path / "pid").read_text())
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    deadline = time.monotonic() + 10
+    while alive(stage_pid):
+        assert time.monotonic() < deadline, "the stage outlived its killed driver"
+        time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
+    """Running (not gone, not a zombie waiting for its reaper)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 def test_the_largest_ready_stage_starts_first_and_equal_ones_in_plan_order(tmp_path):
     """The longest arm (the mixed one) must not be the last to begin, or it alone sets the
     study's wall time; stages of equal size keep the plan's order."""
