@@ -44,7 +44,9 @@ def loss_and_grads(trainer, inputs: dict, rows_seen: list[int]):
     return loss.detach(), grads, sum(rows_seen)
 
 
-@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo", "sapo"])
+@pytest.mark.parametrize(
+    "loss_type", ["grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo", "sapo", "vespo"]
+)
 def test_leaving_out_zero_advantage_rows_keeps_the_loss_and_gradient(
     loss_type, tiny_model_dir, tmp_path
 ):
