@@ -1,1 +1,1 @@
-"""GRPO's cheaper log-prob forward: length-sorted, padding-trimmed chunks, each distinct prompt encoded once."""
+"""GRPO's cheaper update: length-sorted, padding-trimmed chunks, each distinct prompt encoded once, zero-advantage rows left out."""
