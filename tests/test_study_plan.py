@@ -594,3 +594,18 @@ def test_hashed_settings_are_the_structured_configs_plain_values(tmp_path):
         assert json.dumps(ours, sort_keys=True, default=str) == json.dumps(
             _hashed_part(structured, stage.kind), sort_keys=True, default=str
         ), stage.name
+
+
+def test_settings_added_later_enter_the_hash_only_away_from_their_defaults(plan_root):
+    """A folder planned before ``trainer.skip_zero_advantage`` existed keeps its stages: at its
+    default the setting is left out of every hash; turned off, it reruns the GRPO stages."""
+    from rlvr.study.commands import UNHASHED_AT, _without_plan_only
+
+    small = [*SMALL, f"study.out_dir={plan_root / 'later'}"]
+    before = plan(small).hashes
+    after = plan([*small, "trainer.skip_zero_advantage=false"]).hashes
+    assert after["expert-math-seed0"] != before["expert-math-seed0"]
+    for (group, key), value in UNHASHED_AT.items():
+        resolved = {group: {key: value, "other": 1}}
+        assert _without_plan_only(resolved)[group] == {"other": 1}, key
+        assert key in _without_plan_only({group: {key: "changed"}})[group]

@@ -50,9 +50,16 @@ PLAN_ONLY = {"model": ("shape",), "trainer": ("device_memory_gib", "device_tflop
              "plan_decode_mfu", "plan_prompt_tokens")}  # fmt: skip
 
 
+# Settings added after study folders existed: at these values they enter no hash, so a folder
+# from before them keeps its stages (config hashes cover settings, not code).
+UNHASHED_AT = {("trainer", "micro_batch"): None, ("trainer", "skip_zero_advantage"): True,
+               ("sft", "trim_padding"): False}  # fmt: skip
+
+
 def _without_plan_only(resolved: dict) -> dict:
-    """Without what the resource plan alone reads, and without settings the run ignores
-    (a mixture's adaptive knobs outside adaptive mode), so adding them reruns nothing."""
+    """Without what the resource plan alone reads, without settings the run ignores (a
+    mixture's adaptive knobs outside adaptive mode) and without later settings at their
+    ``UNHASHED_AT`` values, so adding them reruns nothing."""
     out = dict(resolved)
     mixture = out.get("mixture")
     if isinstance(mixture, dict) and mixture.get("mode") != "adaptive":
@@ -60,9 +67,10 @@ def _without_plan_only(resolved: dict) -> dict:
     for group, keys in PLAN_ONLY.items():
         if isinstance(out.get(group), dict):
             out[group] = {k: v for k, v in out[group].items() if k not in keys}
-    trainer = out.get("trainer")
-    if isinstance(trainer, dict) and trainer.get("micro_batch") is None:
-        out["trainer"] = {k: v for k, v in trainer.items() if k != "micro_batch"}
+    for (group, key), value in UNHASHED_AT.items():
+        section = out.get(group)
+        if isinstance(section, dict) and key in section and section[key] == value:
+            out[group] = {k: v for k, v in section.items() if k != key}
     return out
 
 
