@@ -128,6 +128,11 @@ class SFTConfig:
     # (resume=true; the study always passes it) instead of starting over; 0 saves none
     save_steps: int = 100
     save_total_limit: int = 1
+    # The loss over length-sorted chunks cut to their rows' columns (rlvr.lean_forward.sft):
+    # the padded batch's loss and gradient without its padding (half of tiny_study's SFT
+    # tokens); one process. Off by default: its float rounding differs from the padded
+    # forward's, so it changes the SFT model every later stage starts from.
+    trim_padding: bool = False
 
 
 @dataclass

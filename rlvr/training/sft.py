@@ -39,7 +39,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
 
     Checkpoints go to ``<out_dir>/checkpoints``; with ``resume=true`` (or a SLURM requeue)
     the newest complete one is continued from."""
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig
 
     from rlvr.models.loading import load_tokenizer, model_init_kwargs
     from rlvr.rewards.bridge import StepTimer
@@ -51,6 +51,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         use_cpu,
     )
     from rlvr.training.checkpoints import resume_checkpoint, train_from
+    from rlvr.training.lean_sft import LeanSFTTrainer
     from rlvr.training.saving import save_full_model
     from rlvr.training.trainer_args import micro_batches, report_to
 
@@ -90,7 +91,8 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     progress = MetricsFileCallback(out_dir / "metrics.jsonl", {}, StepTimer())  # step, loss
-    trainer = SFTTrainer(
+    trainer = LeanSFTTrainer(
+        trim_padding=s.trim_padding,
         model=model_path,
         args=args,
         train_dataset=sft_dataset(run),
