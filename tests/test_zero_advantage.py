@@ -113,3 +113,12 @@ def test_unknown_fields_and_per_token_advantages_keep_every_row():
     per_token = {**base, "advantages": torch.zeros(2, 3)}
     assert rows_with_gradient(per_token, "dapo") is None
     assert rows_with_gradient({**base, "advantages": torch.ones(2)}, "dapo") is None
+
+
+def test_ranks_keep_as_many_rows_as_the_rank_that_keeps_most():
+    """TRL gathers per-row metrics across ranks: every rank keeps the largest count, padding
+    with zero-advantage rows (which add nothing), and the loss is scaled by what it keeps."""
+    base = {"advantages": torch.tensor([0.0, 0.5, 0.0, 0.0]), "completion_mask": torch.ones(4, 2)}
+    kept = rows_with_gradient(base, "grpo", most_over_ranks=lambda n: max(n, 3))
+    assert kept.rows.tolist() == [0, 1, 2] and kept.scale == 3 / 4
+    assert rows_with_gradient(base, "grpo", most_over_ranks=lambda n: 4) is None

@@ -14,6 +14,7 @@ whole batch's; TRL's logged entropy and clip ratios become means over the rows t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,20 +59,27 @@ def skippable(trainer: Any) -> str | None:
     return None
 
 
-def rows_with_gradient(inputs: dict[str, Any], loss_type: str) -> Kept | None:
+def rows_with_gradient(
+    inputs: dict[str, Any], loss_type: str, most_over_ranks: Callable[[int], int] | None = None
+) -> Kept | None:
     """The micro-batch's rows with a nonzero advantage, or None when every row has one or the
     inputs hold fields not known to be per row (images, say). A micro-batch of zero-advantage
-    rows keeps one, so each rank still runs a forward and a backward (FSDP's and DDP's
-    collectives need them) and the loss is an exact zero with a gradient graph."""
+    rows keeps one, so each rank still runs a forward and a backward and the loss is an exact
+    zero with a gradient graph. With several processes (``most_over_ranks``: the largest count
+    over the ranks) every rank keeps as many rows, adding zero-advantage ones: TRL gathers
+    per-row metrics, and the collectives need equal shapes."""
     advantages = inputs["advantages"]
     if advantages.dim() != 1 or not set(inputs) <= PER_ROW | SHARED:
         return None
     keep = advantages != 0
-    rows, kept = keep.numel(), int(keep.sum())
-    if kept == rows:
+    rows = keep.numel()
+    kept = max(1, int(keep.sum()))
+    if most_over_ranks is not None:
+        kept = most_over_ranks(kept)
+    if kept >= rows:
         return None
-    if kept == 0:
-        keep[0], kept = True, 1
+    spare = (~keep).nonzero().squeeze(1)[: kept - int(keep.sum())]
+    keep[spare] = True
     index = keep.nonzero().squeeze(1)
     if loss_type in UNSCALED:
         return Kept(index, 1.0)

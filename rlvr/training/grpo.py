@@ -140,7 +140,10 @@ class RLVRGRPOTrainer(GRPOTrainer):
     def _compute_loss(self, model, inputs):
         """TRL's loss, on the rows whose advantage is nonzero (``rlvr.lean_forward.zero_advantage``):
         the same loss and gradient without the forward and backward of rows that add nothing."""
-        kept = rows_with_gradient(inputs, self.loss_type) if self.skip_zero_advantage else None
+        most = self._most_over_ranks if self.accelerator.num_processes > 1 else None
+        kept = (
+            rows_with_gradient(inputs, self.loss_type, most) if self.skip_zero_advantage else None
+        )
         rows = inputs["advantages"].size(0)
         self.rows_seen += rows
         if kept is None:
