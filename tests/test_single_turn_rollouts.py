@@ -5,9 +5,6 @@ length limit, input order whatever the batch's order, reproducible from torch's 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -153,15 +150,16 @@ def test_fsdp2_ranks_sample_in_step_and_draw_what_whole_weights_draw(
     from test_gpu_configs import free_port
     from test_multiprocess import launch_env
 
-    repo = Path(__file__).resolve().parents[1]
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-           str(repo / "conf/accelerate/cpu_fsdp2.yaml"), "--num_processes", "2",
-           "--num_machines", "1", "--machine_rank", "0", "--main_process_ip", "127.0.0.1",
-           "--main_process_port", str(free_port()), "--rdzv_backend", "static",
-           "--mixed_precision", "no", "-m", "tests.support.fsdp_on_cpu",
-           "tests.support.sampling_two_ranks", str(model_dir), str(tmp_path)]  # fmt: skip
-    done = subprocess.run(cmd, cwd=repo, env=launch_env(rlvr_cache),
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    from tests.support.two_ranks import run_two_ranks
+
+    done = run_two_ranks(
+        "tests.support.sampling_two_ranks",
+        [str(model_dir), str(tmp_path)],
+        launch_env(rlvr_cache),
+        free_port(),
+        fsdp=True,
+        timeout=300,
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     ranks = torch.load(tmp_path / "result.pt", weights_only=False)
     assert all(r["distributed_type"] == "DistributedType.FSDP" for r in ranks)

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -166,16 +163,16 @@ def test_two_ranks_planning_different_chunk_counts_get_trls_loss_and_gradient(
     from test_gpu_configs import free_port
     from test_multiprocess import launch_env
 
-    repo = Path(__file__).resolve().parents[1]
-    wrapper = ["-m", "tests.support.fsdp_on_cpu"] if sharding == "fsdp2" else []
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-           str(repo / "conf/accelerate/cpu_fsdp2.yaml"), "--num_processes", "2",
-           "--num_machines", "1", "--machine_rank", "0", "--main_process_ip", "127.0.0.1",
-           "--main_process_port", str(free_port()), "--rdzv_backend", "static",
-           "--mixed_precision", "no", *wrapper, *([] if wrapper else ["-m"]),
-           "tests.support.lean_two_ranks", str(tiny_model_dir), str(tmp_path)]  # fmt: skip
-    done = subprocess.run(cmd, cwd=repo, env=launch_env(rlvr_cache),
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    from tests.support.two_ranks import run_two_ranks
+
+    done = run_two_ranks(
+        "tests.support.lean_two_ranks",
+        [str(tiny_model_dir), str(tmp_path)],
+        launch_env(rlvr_cache),
+        free_port(),
+        fsdp=sharding == "fsdp2",
+        timeout=600,
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     ranks = torch.load(tmp_path / "result.pt", weights_only=False)
     assert [r["chunks"] for r in ranks] == [1, 2]  # the ranks' own plans differ

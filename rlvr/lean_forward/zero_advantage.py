@@ -72,13 +72,13 @@ def rows_with_gradient(
     if advantages.dim() != 1 or not set(inputs) <= PER_ROW | SHARED:
         return None
     keep = advantages != 0
-    rows = keep.numel()
-    kept = max(1, int(keep.sum()))
+    rows, nonzero = keep.numel(), int(keep.sum())
+    kept = max(1, nonzero)
     if most_over_ranks is not None:
         kept = most_over_ranks(kept)
     if kept >= rows:
         return None
-    spare = (~keep).nonzero().squeeze(1)[: kept - int(keep.sum())]
+    spare = (~keep).nonzero().squeeze(1)[: kept - nonzero]
     keep[spare] = True
     index = keep.nonzero().squeeze(1)
     if loss_type in UNSCALED:

@@ -61,12 +61,10 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self._ahead_source = None
         self._next_batch = None  # the next step's generation batch, once seen
         self._lean_forward = self._build_lean_forward(trim_padding, share_prompts)
-        kept_because = (
+        self._rows_kept_because = (
             skippable(self) if skip_zero_advantage else "trainer.skip_zero_advantage=false"
         )
-        self.skip_zero_advantage = kept_because is None
-        self._update_facts = {"skip_zero_advantage": self.skip_zero_advantage,
-                              **({"zero_advantage_kept_because": kept_because} if kept_because else {})}  # fmt: skip
+        self.skip_zero_advantage = self._rows_kept_because is None
         self.rows_skipped = self.rows_seen = 0
         why = sampler_unsupported(self)
         self.kv_sampling = kv_sampling and why is None
@@ -338,5 +336,8 @@ class RLVRGRPOTrainer(GRPOTrainer):
         """For the run summary: whether zero-advantage rows left the update (and why not where
         they stayed), and how many of the rows seen did."""
         share = self.rows_skipped / self.rows_seen if self.rows_seen else 0.0
-        return {**self._update_facts, "rows": self.rows_seen, "rows_skipped": self.rows_skipped,
+        why = self._rows_kept_because
+        return {"skip_zero_advantage": self.skip_zero_advantage,
+                **({"zero_advantage_kept_because": why} if why else {}),
+                "rows": self.rows_seen, "rows_skipped": self.rows_skipped,
                 "rows_skipped_share": round(share, 4)}  # fmt: skip

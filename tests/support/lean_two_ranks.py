@@ -15,6 +15,7 @@ import torch
 
 from rlvr.lean_forward.trimmed import CHUNK_OVERHEAD_TOKENS, plan_chunks
 from tests.support.grpo_batches import grouped_batch, grpo_trainer
+from tests.support.two_ranks import save_on_rank0
 
 PROMPT_WIDTH, COMPLETION_WIDTH, PROMPTS, GROUP = 24, 60, 4, 4
 
@@ -63,10 +64,7 @@ def main(model_dir: str, out: str) -> None:
         grads = [g.full_tensor() if hasattr(g, "full_tensor") else g for g in grads]
         result[path] = {"loss": loss.detach().clone(), "forwards": calls[0],
                         "grads": [g.detach().clone() for g in grads]}  # fmt: skip
-    gathered = [None, None]
-    torch.distributed.all_gather_object(gathered, result)
-    if rank == 0:
-        torch.save(gathered, Path(out) / "result.pt")
+    save_on_rank0(result, out)
 
 
 if __name__ == "__main__":

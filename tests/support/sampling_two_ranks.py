@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import sys
-from pathlib import Path
 
 import torch
 from accelerate import Accelerator
@@ -21,6 +20,7 @@ from rlvr.evaluation.multiturn import TurnSampling, sample_episodes
 from rlvr.evaluation.sampling import Sampler
 from rlvr.rollouts.lockstep import in_step
 from rlvr.rollouts.single_turn import sample_rows
+from tests.support.two_ranks import save_on_rank0
 
 # rank 0: few short rows; rank 1: more rows, a longer budget (it runs more forwards)
 PROMPTS = {0: [[5, 6, 7], [9, 10]], 1: [[11, 12, 13, 14], [15], [16, 17]]}
@@ -66,10 +66,7 @@ def main(model_dir: str, out: str) -> None:
             drawn = draw(stepped, rank)
         result[name] = {"drawn": drawn, "whole": draw(whole, rank),
                         "forwards": stepped.forwards, "stand_ins": stepped.stand_ins}  # fmt: skip
-    gathered = [None, None]
-    torch.distributed.all_gather_object(gathered, result)
-    if rank == 0:
-        torch.save(gathered, Path(out) / "result.pt")
+    save_on_rank0(result, out)
 
 
 if __name__ == "__main__":

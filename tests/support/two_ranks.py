@@ -1,0 +1,31 @@
+"""Two gloo ranks on CPU for the tests: launching a support module under accelerate (FSDP2
+through ``tests.support.fsdp_on_cpu``, or DDP) and handing its per-rank results back."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_two_ranks(module: str, args: list[str], env: dict, port: int, fsdp: bool, timeout: int):
+    """``accelerate launch`` of ``module`` on two CPU processes; returns the finished process."""
+    wrapper = ["-m", "tests.support.fsdp_on_cpu"] if fsdp else ["-m"]
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
+           str(REPO / "conf/accelerate/cpu_fsdp2.yaml"), "--num_processes", "2",
+           "--num_machines", "1", "--machine_rank", "0", "--main_process_ip", "127.0.0.1",
+           "--main_process_port", str(port), "--rdzv_backend", "static",
+           "--mixed_precision", "no", *wrapper, module, *args]  # fmt: skip
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def save_on_rank0(result: dict, out: str | Path) -> None:
+    """Every rank's ``result``, gathered, written by rank 0 to ``out/result.pt``."""
+    gathered = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(gathered, result)
+    if torch.distributed.get_rank() == 0:
+        torch.save(gathered, Path(out) / "result.pt")
