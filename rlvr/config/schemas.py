@@ -130,9 +130,9 @@ class SFTConfig:
     save_total_limit: int = 1
     # The loss over length-sorted chunks cut to their rows' columns (rlvr.lean_forward.sft):
     # the padded batch's loss and gradient without its padding (half of tiny_study's SFT
-    # tokens); one process. Off by default: its float rounding differs from the padded
-    # forward's, so it changes the SFT model every later stage starts from.
-    trim_padding: bool = False
+    # tokens); one process (several fall back to TRL's padded loss, saying so). Its float
+    # rounding differs from the padded forward's: false reproduces folders made before it.
+    trim_padding: bool = True
 
 
 @dataclass
