@@ -91,6 +91,47 @@ def test_the_profile_splits_each_stage_wall_into_its_parts(reference):
     assert "| mixed-seed0 |" in table and "| eval (x" in table and "**total**" in table
 
 
+def test_warm_started_stages_train_and_evaluate_as_fresh_processes_do(reference, tmp_path):
+    """The local launcher forks stages from a server that imported torch once: an expert and
+    its evaluation rerun that way match the reference's fresh processes bit for bit."""
+    import shutil
+
+    from rlvr.study.manifest import marker_path
+
+    out = tmp_path / "study"
+    shutil.copytree(reference, out)
+    rerun = {"expert-math-seed0": out / "experts" / "math-seed0",
+             "eval-math-seed0": out / "eval" / "math-seed0"}  # fmt: skip
+    for name, folder in rerun.items():
+        marker_path(out, name).unlink()
+        shutil.rmtree(folder)
+    run_study(out, "study.launcher=local")
+    stages = json.loads((out / "study.json").read_text())["stages"]
+    assert {n for n, e in stages.items() if e["status"] == "done"} == set(rerun)
+    for name in rerun:
+        assert (
+            "warm start: forked from the stage server" in (out / "logs" / f"{name}.log").read_text()
+        )
+    weights = "final/model.safetensors"
+    assert (out / "experts/math-seed0" / weights).read_bytes() == (
+        reference / "experts/math-seed0" / weights
+    ).read_bytes()
+    for result in sorted((reference / "eval" / "math-seed0").glob("*.json")):
+        ours = json.loads((out / "eval" / "math-seed0" / result.name).read_text())
+        theirs = json.loads(result.read_text())
+        assert without_timings(ours) == without_timings(theirs), result.name
+
+
+def without_timings(payload):
+    if isinstance(payload, dict):
+        return {
+            k: without_timings(v) for k, v in payload.items() if not k.endswith(("_s", "seconds"))
+        }
+    if isinstance(payload, list):
+        return [without_timings(v) for v in payload]
+    return payload
+
+
 def test_on_slurm_a_requeued_job_resumes_and_a_killed_driver_is_followed(
     reference, tmp_path, slurm_cluster
 ):

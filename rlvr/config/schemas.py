@@ -331,6 +331,9 @@ class StudyConfig:
     sft_model: str | None = None  # an existing SFT model: no SFT stage
     jobs: int = 1  # stages at once (local launchers); CPU threads are split between them
     launcher: str = "local"  # local | submitit_local | slurm
+    # local launcher: fork each python -m stage from a server that imported torch,
+    # transformers and TRL once (rlvr/study/forkserver.py), instead of 5-10 s of imports each
+    warm_start: bool = True
     accelerate: str | None = None  # conf/accelerate/<name>.yaml for the training stages
     slurm: dict[str, Any] = field(default_factory=dict)  # submitit executor parameters
     # per stage kind (sft, expert, mixed, merge, eval, report), over ``slurm``: e.g. one GPU

@@ -157,7 +157,7 @@ def run_study(argv: list[str]) -> int:
     summary = {"experiment": run.experiment, "argv": argv, "launcher": s.launcher, **vars(s),
                "environment": environment()}  # fmt: skip
     manifest = Manifest.create(root, summary, stages, hashes, commands)
-    launcher = make_launcher(s.launcher, root, s.jobs, s.slurm, s.slurm_by_kind)
+    launcher = make_launcher(s.launcher, root, s.jobs, s.slurm, s.slurm_by_kind, s.warm_start)
     jobs = {
         st.name: StageJob(
             root, st, hashes[st.name], commands[st.name], thread_env(s.jobs, launcher, st),
@@ -173,10 +173,13 @@ def run_study(argv: list[str]) -> int:
     if follow:
         sys.stdout.write(f"following {len(follow)} SLURM jobs an earlier run submitted: "
                          f"{', '.join(f'{n} ({j})' for n, j in follow.items())}\n")  # fmt: skip
-    status = run_stages(
-        stages, jobs, launcher, manifest, reconciled.reuse, reconciled.stale,
-        Progress(stages), s.poll_s, {n: launcher.attach(j) for n, j in follow.items()},
-    )  # fmt: skip
+    try:
+        status = run_stages(
+            stages, jobs, launcher, manifest, reconciled.reuse, reconciled.stale,
+            Progress(stages), s.poll_s, {n: launcher.attach(j) for n, j in follow.items()},
+        )  # fmt: skip
+    finally:
+        launcher.close()
     sys.stdout.write("\n" + closing_screen(root, stages, status, manifest.entries) + "\n")
     lock.close()
     return 0 if all(v in ("done", "skipped") for v in status.values()) else 1

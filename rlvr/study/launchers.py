@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from rlvr.study.manifest import log_path, mark_done, mark_started, read_json
 from rlvr.study.plan import Stage
+from rlvr.study.warm_start import ForkServer, WarmProcess
 
 
 @dataclass
@@ -149,19 +150,28 @@ class Launcher(Protocol):
 
     def states(self, job_ids: Sequence[str]) -> dict[str, str]: ...  # the cluster's words
 
+    def close(self) -> None: ...  # the study is over: release what the launcher holds
+
 
 class LocalLauncher:
-    """Child processes, ``jobs`` at a time, each in its own session with its log file."""
+    """Child processes, ``jobs`` at a time, each in its own session with its log file; with a
+    ``ForkServer``, forked from a server that imported the libraries once."""
 
     name = "local"
     submits_ahead = False
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(self, jobs: int, warm: ForkServer | None = None) -> None:
         self.capacity = jobs
+        self.warm = warm
         self._cpu: dict[int, float] = {}  # pid -> CPU seconds of a reaped stage
 
-    def start(self, job: StageJob, deps: Sequence[Any]) -> subprocess.Popen:
+    def start(self, job: StageJob, deps: Sequence[Any]) -> subprocess.Popen | WarmProcess:
         job.prepare()
+        if self.warm is not None:
+            env = {**os.environ, **job.env}
+            handle = self.warm.start(job.argv, env, job.cwd, str(job.log))
+            if handle is not None:
+                return handle
         with job.log.open("a") as fh:
             return subprocess.Popen(
                 job.argv, cwd=job.cwd, env={**os.environ, **job.env}, stdout=fh,
@@ -171,6 +181,11 @@ class LocalLauncher:
     def poll(self, handle: subprocess.Popen) -> int | None:
         """The exit code once the stage ended; reaped with ``wait4`` for its CPU seconds (its
         own and those of the processes it waited for: verifier workers, sandboxes)."""
+        if isinstance(handle, WarmProcess):  # the fork server reaped it
+            code = handle.poll()
+            if code is not None:
+                self._cpu[handle.pid] = handle.cpu_s
+            return code
         if handle.returncode is None:
             try:
                 pid, status, usage = os.wait4(handle.pid, os.WNOHANG)
@@ -192,8 +207,12 @@ class LocalLauncher:
     def states(self, job_ids: Sequence[str]) -> dict[str, str]:
         return {}
 
+    def close(self) -> None:
+        if self.warm is not None:
+            self.warm.close()
 
-def stop_tree(handle: subprocess.Popen, grace_s: float) -> None:
+
+def stop_tree(handle: subprocess.Popen | WarmProcess, grace_s: float) -> None:
     """SIGTERM a stage and every process under it, then SIGKILL what is left after the grace.
 
     The stage's process group is not enough: ``accelerate launch`` starts each rank in a
@@ -334,6 +353,9 @@ class SubmititLauncher:
         self._states.update(found)
         return found
 
+    def close(self) -> None:
+        return None
+
 
 def make_launcher(
     kind: str,
@@ -341,9 +363,11 @@ def make_launcher(
     jobs: int,
     params: Mapping[str, Any],
     by_kind: Mapping[str, Mapping[str, Any]] | None = None,
+    warm_start: bool = False,
 ) -> Launcher:
     if kind == "local":
-        return LocalLauncher(jobs)
+        warm = ForkServer(str(log_path(root, "forkserver"))) if warm_start else None
+        return LocalLauncher(jobs, warm)
     cluster = "local" if kind == "submitit_local" else "slurm"
     return SubmititLauncher(root, cluster, jobs, params, by_kind)
 

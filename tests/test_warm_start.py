@@ -1,0 +1,193 @@
+"""Warm stage start (``rlvr/study/warm_start.py``, ``forkserver.py``): stages forked from a
+server that imported torch once are still their own processes (session, log, environment,
+threads, exit status, CPU seconds), die with the study, and start cold where a fork could
+differ."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rlvr.study.launchers import LocalLauncher, StageJob
+from rlvr.study.manifest import Manifest
+from rlvr.study.plan import Stage
+from rlvr.study.progress import Progress
+from rlvr.study.scheduler import run_stages
+from rlvr.study.warm_start import ForkServer, WarmProcess
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def module_stage(root: Path, name: str, deps=(), seconds=0.3, code=0, mode="", env=None):
+    out = root / name
+    stage = Stage(name, "fake", "fake", (), tuple(deps), out, (out / "result.txt",))
+    argv = [sys.executable, "-m", "tests.support.fake_stage", str(out), str(seconds), str(code),
+            "1", mode]  # fmt: skip
+    return StageJob(root, stage, f"hash-{name}", argv, env or {"OMP_NUM_THREADS": "1"}, str(REPO))
+
+
+def facts(root: Path, name: str) -> dict:
+    return json.loads((root / name / "facts.json").read_text())
+
+
+def span(root: Path, name: str) -> tuple[float, float]:
+    return float((root / name / "start").read_text()), float((root / name / "end").read_text())
+
+
+@pytest.fixture
+def launcher(tmp_path):
+    warm = ForkServer(str(tmp_path / "logs" / "forkserver.log"))
+    launcher = LocalLauncher(jobs=2, warm=warm)
+    yield launcher
+    launcher.close()
+
+
+def run(root: Path, jobs: list[StageJob], launcher: LocalLauncher):
+    stages = [j.stage for j in jobs]
+    manifest = Manifest.create(
+        root, {"test": True}, stages, {j.stage.name: j.config_hash for j in jobs},
+        {j.stage.name: j.argv for j in jobs},
+    )  # fmt: skip
+    status = run_stages(
+        stages, {j.stage.name: j for j in jobs}, launcher, manifest, [], {},
+        Progress(stages, io.StringIO()), poll_s=0.05,
+    )  # fmt: skip
+    return status, manifest
+
+
+def test_warm_stages_run_in_order_each_its_own_process_from_one_server(tmp_path, launcher):
+    jobs = [
+        module_stage(tmp_path, "a"),
+        module_stage(tmp_path, "b", ["a"], seconds=1.5),
+        module_stage(tmp_path, "c", ["a"], seconds=1.5, env={"OMP_NUM_THREADS": "2"}),
+        module_stage(tmp_path, "d", ["b", "c"]),
+    ]
+    status, manifest = run(tmp_path, jobs, launcher)
+    assert status == dict.fromkeys("abcd", "done")
+    a, b, c, d = (span(tmp_path, n) for n in "abcd")
+    assert min(b[0], c[0]) >= a[1] and d[0] >= max(b[1], c[1])
+    assert b[0] < c[1] and c[0] < b[1]  # two at once
+    seen = {n: facts(tmp_path, n) for n in "abcd"}
+    server = {f["ppid"] for f in seen.values()}
+    assert len(server) == 1 and server != {os.getpid()}  # forked by one server, not the driver
+    for name, f in seen.items():
+        assert f["torch_loaded"], "the stage imported torch itself: it did not start warm"
+        assert f["sid"] == f["pid"]  # its own session, so a cancel reaches its whole tree
+        assert f["name"] == "__main__" and f["cwd"] == str(REPO)
+        assert f["argv"][0].endswith("fake_stage.py") and f["argv"][1] == str(tmp_path / name)
+        assert f["torch_threads"] == int(f["omp"]) == (2 if name == "c" else 1)
+        assert f"working on {name}" in (tmp_path / "logs" / f"{name}.log").read_text()
+    assert len({f["pid"] for f in seen.values()}) == 4
+
+
+def test_exit_codes_tracebacks_and_cpu_seconds_reach_the_study(tmp_path, launcher):
+    jobs = [
+        module_stage(tmp_path, "fails", code=3),
+        module_stage(tmp_path, "raises", mode="raise"),
+        module_stage(tmp_path, "busy", seconds=0.5, mode="busy"),
+    ]
+    status, manifest = run(tmp_path, jobs, launcher)
+    assert status == {"fails": "failed", "raises": "failed", "busy": "done"}
+    assert manifest.entries["fails"]["returncode"] == 3
+    assert manifest.entries["raises"]["returncode"] == 1
+    log = (tmp_path / "logs" / "raises.log").read_text()
+    assert "Traceback" in log and "RuntimeError: this stage raised" in log
+    busy = manifest.entries["busy"]
+    assert 0.6 <= busy["cpu_s"] < busy["wall_s"] - 0.4  # the worker's CPU, not the sleep
+
+
+def test_stages_that_could_differ_when_forked_start_cold(tmp_path, launcher):
+    """Libraries read some variables at import: a stage with another environment, or a
+    command that is not ``python -m`` (accelerate launch), runs as a fresh process."""
+    other_env = module_stage(tmp_path, "marked", env={"FAKE_STAGE_MARK": "x"})
+    script = module_stage(tmp_path, "script")
+    script.argv = [sys.executable, str(REPO / "tests/support/fake_stage.py"), *script.argv[3:]]
+    status, _ = run(tmp_path, [other_env, script], launcher)
+    assert status == {"marked": "done", "script": "done"}
+    for name in ("marked", "script"):
+        f = facts(tmp_path, name)
+        assert f["ppid"] == os.getpid() and not f["torch_loaded"], name
+    assert facts(tmp_path, "marked")["marker"] == "x"
+
+
+def test_cancel_stops_a_warm_stage_and_the_ranks_it_started(tmp_path, launcher):
+    job = module_stage(tmp_path, "train", seconds=600, mode="ranks")
+    job.prepare()
+    handle = launcher.start(job, [])
+    assert isinstance(handle, WarmProcess)
+    out = tmp_path / "train"
+    deadline = time.monotonic() + 60
+    while not ((out / "rank0").exists() and (out / "rank1").exists()):
+        assert time.monotonic() < deadline and handle.poll() is None, "ranks never started"
+        time.sleep(0.05)
+    pids = [int(p) for p in (out / "pids").read_text().split()]
+    launcher.cancel(handle)
+    assert handle.poll() is not None
+    for pid in [handle.pid, *pids]:
+        assert not alive(pid), f"{pid} outlived its cancelled stage"
+
+
+DRIVER = """
+import pathlib, sys, time
+from rlvr.study.warm_start import ForkServer
+from rlvr.study.launchers import LocalLauncher, StageJob
+from rlvr.study.plan import Stage
+root = pathlib.Path(sys.argv[1])
+stage = Stage("long", "fake", "fake", (), (), root / "long", ())
+argv = [sys.executable, "-m", "tests.support.fake_stage", str(root / "long"), "120", "0", "1"]
+launcher = LocalLauncher(1, ForkServer(str(root / "forkserver.log")))
+handle = launcher.start(StageJob(root, stage, "h", argv, {}, sys.argv[2]), [])
+(root / "pids").write_text(f"{handle.pid} {launcher.warm._proc.pid}")
+time.sleep(120)
+"""
+
+
+def test_a_killed_driver_takes_the_server_and_its_stages_with_it(tmp_path):
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path), str(REPO)], cwd=REPO)
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "pids").exists() or not (tmp_path / "long" / "facts.json").exists():
+        assert time.monotonic() < deadline and driver.poll() is None, "the stage never started"
+        time.sleep(0.05)
+    stage_pid, server_pid = (int(p) for p in (tmp_path / "pids").read_text().split())
+    assert facts(tmp_path, "long")["ppid"] == server_pid
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    deadline = time.monotonic() + 10
+    while alive(stage_pid) or alive(server_pid):
+        assert time.monotonic() < deadline, "the server or its stage outlived the driver"
+        time.sleep(0.05)
+
+
+def test_a_lost_server_fails_its_stages_and_later_ones_start_cold(tmp_path, launcher):
+    """The stages a dead server held die with it (they are reported failed, so a rerun runs
+    them again); the study goes on with cold starts."""
+    job = module_stage(tmp_path, "held", seconds=600)
+    job.prepare()
+    handle = launcher.start(job, [])
+    while not (tmp_path / "held" / "facts.json").exists():
+        assert handle.poll() is None
+        time.sleep(0.05)
+    os.kill(launcher.warm._proc.pid, signal.SIGKILL)
+    assert handle.wait(timeout=30) == -signal.SIGKILL
+    deadline = time.monotonic() + 10
+    while alive(handle.pid):
+        assert time.monotonic() < deadline, "the stage outlived its server"
+        time.sleep(0.05)
+    status, _ = run(tmp_path, [module_stage(tmp_path, "later")], launcher)
+    assert status == {"later": "done"} and facts(tmp_path, "later")["ppid"] == os.getpid()
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
