@@ -157,6 +157,9 @@ class ForkServer:
         if not self.broken:
             logging.getLogger(__name__).warning("warm stage start off: %s; stages start cold", why)
         self.broken = why
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()  # its stages die with it (PDEATHSIG), as they are reported
+            self._proc.wait()
 
 
 def _module_of(argv: list[str]) -> str | None:
