@@ -21,7 +21,7 @@ from rlvr.study.manifest import Manifest
 from rlvr.study.plan import Stage
 from rlvr.study.progress import Progress
 from rlvr.study.scheduler import run_stages
-from rlvr.study.warm_start import ForkServer, WarmProcess
+from rlvr.study.warm_start import WarmProcess, WarmStart
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,8 +44,7 @@ def span(root: Path, name: str) -> tuple[float, float]:
 
 @pytest.fixture
 def launcher(tmp_path):
-    warm = ForkServer(str(tmp_path / "logs" / "forkserver.log"))
-    launcher = LocalLauncher(jobs=2, warm=warm)
+    launcher = LocalLauncher(jobs=2, warm=WarmStart(str(tmp_path / "logs")))
     yield launcher
     launcher.close()
 
@@ -67,7 +66,7 @@ def test_warm_stages_run_in_order_each_its_own_process_from_one_server(tmp_path,
     jobs = [
         module_stage(tmp_path, "a"),
         module_stage(tmp_path, "b", ["a"], seconds=1.5),
-        module_stage(tmp_path, "c", ["a"], seconds=1.5, env={"OMP_NUM_THREADS": "2"}),
+        module_stage(tmp_path, "c", ["a"], seconds=1.5),
         module_stage(tmp_path, "d", ["b", "c"]),
     ]
     status, manifest = run(tmp_path, jobs, launcher)
@@ -83,7 +82,7 @@ def test_warm_stages_run_in_order_each_its_own_process_from_one_server(tmp_path,
         assert f["sid"] == f["pid"]  # its own session, so a cancel reaches its whole tree
         assert f["name"] == "__main__" and f["cwd"] == str(REPO)
         assert f["argv"][0].endswith("fake_stage.py") and f["argv"][1] == str(tmp_path / name)
-        assert f["torch_threads"] == int(f["omp"]) == (2 if name == "c" else 1)
+        assert f["torch_threads"] == int(f["omp"]) == 1
         assert f"working on {name}" in (tmp_path / "logs" / f"{name}.log").read_text()
     assert len({f["pid"] for f in seen.values()}) == 4
 
@@ -107,15 +106,45 @@ def test_exit_codes_tracebacks_and_cpu_seconds_reach_the_study(tmp_path, launche
 def test_stages_that_could_differ_when_forked_start_cold(tmp_path, launcher):
     """Libraries read some variables at import: a stage with another environment, or a
     command that is not ``python -m`` (accelerate launch), runs as a fresh process."""
-    other_env = module_stage(tmp_path, "marked", env={"FAKE_STAGE_MARK": "x"})
+    first = module_stage(tmp_path, "first")
+    other_env = module_stage(
+        tmp_path, "marked", ["first"], env={"OMP_NUM_THREADS": "1", "FAKE_STAGE_MARK": "x"}
+    )
     script = module_stage(tmp_path, "script")
     script.argv = [sys.executable, str(REPO / "tests/support/fake_stage.py"), *script.argv[3:]]
-    status, _ = run(tmp_path, [other_env, script], launcher)
-    assert status == {"marked": "done", "script": "done"}
+    status, _ = run(tmp_path, [first, other_env, script], launcher)
+    assert status == {"first": "done", "marked": "done", "script": "done"}
+    assert facts(tmp_path, "first")["torch_loaded"]  # warm: its server has its environment
     for name in ("marked", "script"):
         f = facts(tmp_path, name)
         assert f["ppid"] == os.getpid() and not f["torch_loaded"], name
     assert facts(tmp_path, "marked")["marker"] == "x"
+
+
+def test_a_warm_stage_computes_bit_for_bit_what_a_fresh_one_does(tmp_path, launcher):
+    """Two threads: a multi-threaded backward splits its sums by how OpenMP and MKL were set
+    up, so the server must start with the stage's thread settings (setting them in the child
+    changed every gradient)."""
+    jobs = {}
+    for name in ("cold", "warm"):
+        out = tmp_path / name
+        stage = Stage(name, "fake", "fake", (), (), out, ())
+        argv = [sys.executable, "-m", "tests.support.numerics_stage", str(out / "grads.txt")]
+        if name == "cold":
+            argv = [sys.executable, str(REPO / "tests/support/numerics_stage.py"), argv[-1]]
+        threads = {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+        jobs[name] = StageJob(tmp_path, stage, name, argv, threads, str(REPO))
+    for name, job in jobs.items():
+        job.prepare()
+        handle = launcher.start(job, [])
+        assert isinstance(handle, WarmProcess) == (name == "warm")
+        assert handle.wait(timeout=300) == 0, (tmp_path / "logs" / f"{name}.log").read_text()
+    cold, warm = ((tmp_path / n / "grads.txt").read_text() for n in ("cold", "warm"))
+    assert "threads=2" in cold and cold == warm
+    other = module_stage(tmp_path, "one-thread")  # another thread setting: its own server
+    other.prepare()
+    assert launcher.start(other, []).wait(timeout=300) == 0
+    assert len(launcher.warm.servers) == 2
 
 
 def test_cancel_stops_a_warm_stage_and_the_ranks_it_started(tmp_path, launcher):
@@ -137,15 +166,16 @@ def test_cancel_stops_a_warm_stage_and_the_ranks_it_started(tmp_path, launcher):
 
 DRIVER = """
 import pathlib, sys, time
-from rlvr.study.warm_start import ForkServer
 from rlvr.study.launchers import LocalLauncher, StageJob
+from rlvr.study.warm_start import WarmStart
 from rlvr.study.plan import Stage
 root = pathlib.Path(sys.argv[1])
 stage = Stage("long", "fake", "fake", (), (), root / "long", ())
 argv = [sys.executable, "-m", "tests.support.fake_stage", str(root / "long"), "120", "0", "1"]
-launcher = LocalLauncher(1, ForkServer(str(root / "forkserver.log")))
+launcher = LocalLauncher(1, WarmStart(str(root)))
 handle = launcher.start(StageJob(root, stage, "h", argv, {}, sys.argv[2]), [])
-(root / "pids").write_text(f"{handle.pid} {launcher.warm._proc.pid}")
+(server,) = launcher.warm.servers.values()
+(root / "pids").write_text(f"{handle.pid} {server._proc.pid}")
 time.sleep(120)
 """
 
@@ -175,7 +205,8 @@ def test_a_lost_server_fails_its_stages_and_later_ones_start_cold(tmp_path, laun
     while not (tmp_path / "held" / "facts.json").exists():
         assert handle.poll() is None
         time.sleep(0.05)
-    os.kill(launcher.warm._proc.pid, signal.SIGKILL)
+    (server,) = launcher.warm.servers.values()
+    os.kill(server._proc.pid, signal.SIGKILL)
     assert handle.wait(timeout=30) == -signal.SIGKILL
     deadline = time.monotonic() + 10
     while alive(handle.pid):

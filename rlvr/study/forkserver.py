@@ -36,7 +36,6 @@ PRELOAD = (
     "rlvr.runs.cli", "rlvr.config", "rlvr.training.grpo", "rlvr.training.lean_sft",
     "rlvr.evaluation.sampling", "rlvr.rewards.bridge", "verifiers", "tasks",
 )  # fmt: skip
-THREAD_KEYS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # applied in the child, not at import
 
 
 def _send(fd: int, message: dict) -> None:
@@ -80,8 +79,6 @@ def _run_child(request: dict, closing: list[int]) -> None:
         sys.path[0] = os.getcwd()  # python -m puts the working folder first
         os.environ.clear()
         os.environ.update(request["env"])
-        if "OMP_NUM_THREADS" in request["env"] and "torch" in sys.modules:
-            sys.modules["torch"].set_num_threads(int(request["env"]["OMP_NUM_THREADS"]))
         code = _run_module(request["module"], request["args"])
     finally:
         _exit(code)

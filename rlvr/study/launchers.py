@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from rlvr.study.manifest import log_path, mark_done, mark_started, read_json
 from rlvr.study.plan import Stage
-from rlvr.study.warm_start import ForkServer, WarmProcess
+from rlvr.study.warm_start import WarmProcess, WarmStart
 
 
 @dataclass
@@ -155,12 +155,12 @@ class Launcher(Protocol):
 
 class LocalLauncher:
     """Child processes, ``jobs`` at a time, each in its own session with its log file; with a
-    ``ForkServer``, forked from a server that imported the libraries once."""
+    ``WarmStart``, forked from a server that imported the libraries once."""
 
     name = "local"
     submits_ahead = False
 
-    def __init__(self, jobs: int, warm: ForkServer | None = None) -> None:
+    def __init__(self, jobs: int, warm: WarmStart | None = None) -> None:
         self.capacity = jobs
         self.warm = warm
         self._cpu: dict[int, float] = {}  # pid -> CPU seconds of a reaped stage
@@ -366,7 +366,7 @@ def make_launcher(
     warm_start: bool = False,
 ) -> Launcher:
     if kind == "local":
-        warm = ForkServer(str(log_path(root, "forkserver"))) if warm_start else None
+        warm = WarmStart(str(log_path(root, "forkserver").parent)) if warm_start else None
         return LocalLauncher(jobs, warm)
     cluster = "local" if kind == "submitit_local" else "slurm"
     return SubmititLauncher(root, cluster, jobs, params, by_kind)

@@ -1,8 +1,8 @@
 """The driver's side of warm stage start: forks stages through the stage server, or says no.
 
 A stage whose command is not ``python -m`` (``accelerate launch``), or whose environment
-differs from the server's in more than its thread counts (libraries read variables at
-import), starts cold as before, as does every stage once the server is not usable (it did not
+differs from its server's (libraries read variables at import; each thread setting has its
+own server), starts cold as before, as does every stage once the server is not usable (it did not
 start, or died: the stages it held died with it and are reported failed, so a rerun runs
 them). The server itself is ``rlvr/study/forkserver.py``.
 """
@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 
-from rlvr.study.forkserver import THREAD_KEYS
+THREAD_KEYS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # read by OpenMP and MKL at start-up
 
 
 class WarmProcess:
@@ -49,9 +49,38 @@ class WarmProcess:
             self.returncode = -signal.SIGKILL
 
 
+class WarmStart:
+    """One stage server per thread setting (``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``), each
+    started with its stages' environment: OpenMP and MKL read those at start-up, and setting
+    threads later (``torch.set_num_threads`` also turns MKL's dynamic threading off) changes
+    how multi-threaded kernels split their sums, so a forked stage would not compute bit for
+    bit what a fresh one does. At most ``MAX_SERVERS``; other settings start cold."""
+
+    MAX_SERVERS = 2
+
+    def __init__(self, log_dir: str) -> None:
+        self.log_dir = log_dir
+        self.servers: dict[tuple[str | None, ...], ForkServer] = {}
+
+    def start(self, argv: list[str], env: dict[str, str], cwd: str, log: str) -> WarmProcess | None:
+        key = tuple(env.get(k) for k in THREAD_KEYS)
+        server = self.servers.get(key)
+        if server is None:
+            if len(self.servers) >= self.MAX_SERVERS:
+                return None
+            name = "forkserver" if key[0] is None else f"forkserver-threads{key[0]}"
+            server = self.servers[key] = ForkServer(os.path.join(self.log_dir, f"{name}.log"))
+        return server.start(argv, env, cwd, log)
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            server.close()
+
+
 class ForkServer:
-    """The driver's side: starts the server on first use, forks stages through it, and says
-    ``None`` where a stage must start cold (then the launcher starts it as before)."""
+    """One server: started on first use with that stage's environment, it forks the stages
+    whose environment is the same, and says ``None`` for others (the launcher starts those
+    cold, as before)."""
 
     READY_TIMEOUT_S = 300.0
 
@@ -68,7 +97,7 @@ class ForkServer:
 
     def start(self, argv: list[str], env: dict[str, str], cwd: str, log: str) -> WarmProcess | None:
         module = _module_of(argv)
-        if module is None or not self._up() or self._differs(env):
+        if module is None or not self._up(env) or env != self.env:
             return None
         self._next += 1
         request = {"id": self._next, "module": module, "args": argv[3:], "env": env,
@@ -121,8 +150,9 @@ class ForkServer:
                 self._proc.kill()
                 self._proc.wait()
 
-    def _up(self) -> bool:
-        """The server started and done importing (the first stage waits for it)."""
+    def _up(self, env: dict[str, str]) -> bool:
+        """The server started (with ``env`` if it starts now) and done importing; the first
+        stage waits for it."""
         if self.broken:
             return False
         if self._proc is None:
@@ -130,7 +160,7 @@ class ForkServer:
 
             from rlvr.study.launchers import _die_with_parent
 
-            self.env = dict(os.environ)
+            self.env = dict(env)
             os.makedirs(os.path.dirname(self.log) or ".", exist_ok=True)
             with open(self.log, "a") as log:
                 self._proc = subprocess.Popen(
@@ -144,12 +174,6 @@ class ForkServer:
         if not self._ready and not self.broken:
             self._break(f"not ready after {self.READY_TIMEOUT_S:.0f} s")
         return self._ready and not self.broken
-
-    def _differs(self, env: dict[str, str]) -> bool:
-        def strip(e: dict[str, str]) -> dict[str, str]:
-            return {k: v for k, v in e.items() if k not in THREAD_KEYS}
-
-        return strip(env) != strip(self.env)
 
     def _break(self, why: str) -> None:
         import logging
