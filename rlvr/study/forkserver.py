@@ -145,6 +145,7 @@ def serve() -> None:
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
                 request = json.loads(line)
+                sys.stdout.flush()  # nothing buffered here may reach a stage's log
                 sys.stderr.flush()
                 pid = os.fork()
                 if pid == 0:
