@@ -54,8 +54,10 @@ def test_fused_head_gives_the_whole_logits_log_probs_entropies_and_gradients(
     torch.testing.assert_close(lp_b, lp_a, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(ent_b, ent_a, rtol=1e-5, atol=1e-5)
     assert grad_a.keys() == grad_b.keys() and grad_a
-    for name in grad_a:
-        torch.testing.assert_close(grad_b[name], grad_a[name], rtol=1e-4, atol=1e-6)
+    for name in grad_a:  # relative to the whole tensor: float32 sums of the two paths round
+        # apart by ~1e-6 on its smallest entries, by how much depends on the CPU's kernels
+        error = (grad_b[name] - grad_a[name]).norm() / grad_a[name].norm().clamp(min=1e-12)
+        assert error < 1e-5, (name, float(error))
 
 
 def test_a_model_fused_at_another_temperature_is_scored_from_whole_logits(tiny_model_dir):
