@@ -5,7 +5,6 @@ differ."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -15,12 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+from test_study_run import alive, run, times
 
 from rlvr.study.launchers import LocalLauncher, StageJob
-from rlvr.study.manifest import Manifest
 from rlvr.study.plan import Stage
-from rlvr.study.progress import Progress
-from rlvr.study.scheduler import run_stages
 from rlvr.study.warm_start import WarmProcess, WarmStart
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,28 +35,11 @@ def facts(root: Path, name: str) -> dict:
     return json.loads((root / name / "facts.json").read_text())
 
 
-def span(root: Path, name: str) -> tuple[float, float]:
-    return float((root / name / "start").read_text()), float((root / name / "end").read_text())
-
-
 @pytest.fixture
 def launcher(tmp_path):
     launcher = LocalLauncher(jobs=2, warm=WarmStart(str(tmp_path / "logs")))
     yield launcher
     launcher.close()
-
-
-def run(root: Path, jobs: list[StageJob], launcher: LocalLauncher):
-    stages = [j.stage for j in jobs]
-    manifest = Manifest.create(
-        root, {"test": True}, stages, {j.stage.name: j.config_hash for j in jobs},
-        {j.stage.name: j.argv for j in jobs},
-    )  # fmt: skip
-    status = run_stages(
-        stages, {j.stage.name: j for j in jobs}, launcher, manifest, [], {},
-        Progress(stages, io.StringIO()), poll_s=0.05,
-    )  # fmt: skip
-    return status, manifest
 
 
 def test_warm_stages_run_in_order_each_its_own_process_from_one_server(tmp_path, launcher):
@@ -71,7 +51,7 @@ def test_warm_stages_run_in_order_each_its_own_process_from_one_server(tmp_path,
     ]
     status, manifest = run(tmp_path, jobs, launcher)
     assert status == dict.fromkeys("abcd", "done")
-    a, b, c, d = (span(tmp_path, n) for n in "abcd")
+    a, b, c, d = (times(tmp_path, n) for n in "abcd")
     assert min(b[0], c[0]) >= a[1] and d[0] >= max(b[1], c[1])
     assert b[0] < c[1] and c[0] < b[1]  # two at once
     seen = {n: facts(tmp_path, n) for n in "abcd"}
@@ -214,11 +194,3 @@ def test_a_lost_server_fails_its_stages_and_later_ones_start_cold(tmp_path, laun
         time.sleep(0.05)
     status, _ = run(tmp_path, [module_stage(tmp_path, "later")], launcher)
     assert status == {"later": "done"} and facts(tmp_path, "later")["ppid"] == os.getpid()
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
