@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from rlvr.study.manifest import log_path, mark_done, mark_started, read_json
+from rlvr.study.manifest import LOGS, log_path, mark_done, mark_started, read_json
 from rlvr.study.plan import Stage
 from rlvr.study.warm_start import WarmProcess, WarmStart
 
@@ -366,7 +366,7 @@ def make_launcher(
     warm_start: bool = False,
 ) -> Launcher:
     if kind == "local":
-        warm = WarmStart(str(log_path(root, "forkserver").parent)) if warm_start else None
+        warm = WarmStart(str(root / LOGS)) if warm_start else None
         return LocalLauncher(jobs, warm)
     cluster = "local" if kind == "submitit_local" else "slurm"
     return SubmititLauncher(root, cluster, jobs, params, by_kind)
