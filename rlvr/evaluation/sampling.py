@@ -1,17 +1,20 @@
 """KV-cache sampling from a causal LM: each prompt prefilled once, k samples drawn from its cache.
 
-The prompts of a batch are left-padded and run through the model once; the cache is then
-repeated k-fold, so the k samples of a prompt share its prefill. Decoding feeds one token per
-row per step through the model's own forward (``cache``, attention mask, position ids, as
-``model.generate`` prepares them), and rows that emitted an end token leave the batch (their
-cache rows are dropped) instead of decoding padding until the longest row ends. Random draws
-come from the caller's ``torch.Generator`` only, never from torch's global one.
+The prompts of a batch are left-padded and run through the model once, so the k samples of a
+prompt share its prefill; decoding reads each prompt's keys and values once for all its samples
+(``rlvr.evaluation.shared_prefix``), or, where that attention does not apply, from a cache
+repeated k-fold. Decoding feeds one token per row per step through the model's own forward
+(``cache``, attention mask, position ids, as ``model.generate`` prepares them), and rows that
+emitted an end token leave the batch (their cache rows are dropped) instead of decoding padding
+until the longest row ends. Random draws come from the caller's ``torch.Generator`` only, never
+from torch's global one.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 # Finished rows are dropped once they are this fraction of the batch (or all of it): each drop
@@ -51,13 +54,18 @@ def sample_tokens(
     generator=None,
     logprobs: bool = False,
     on_finished: Callable[[list[int], list[list[int]]], None] | None = None,
+    share_prompts: bool = True,
 ) -> Samples:
     """k completions for each prompt, in prompt order; ``generator`` draws every sample
     (required unless greedy). ``logprobs`` also returns each sampled token's log-probability.
     ``on_finished(rows, ids)`` hears of rows as they leave the batch while others still decode
     (row ``p * k + n`` is prompt ``p``'s sample ``n``; ids up to and including the end token),
-    so a caller can start scoring them; rows that end with the batch are not reported."""
+    so a caller can start scoring them; rows that end with the batch are not reported.
+    ``share_prompts=False`` decodes from a k-fold copy of the prompts' cache even where the
+    shared-prompt attention applies (the reference it is measured and tested against)."""
     import torch
+
+    from rlvr.evaluation.shared_prefix import SharedPrefix, can_share, prefix_attention
 
     if generator is None and not sampler.greedy:
         raise ValueError("sampling needs a torch.Generator (torch's global one is left alone)")
@@ -74,9 +82,15 @@ def sample_tokens(
     tokens = torch.full((len(rows), sampler.max_new_tokens), sampler.pad_token_id, device=device)
     scores = torch.zeros(tokens.shape, device=device) if logprobs else None
     done = torch.zeros(len(rows), dtype=torch.bool, device=device)
-    with no_autograd(model):
+    share = share_prompts and k > 1 and can_share(model, cache)
+    prefix = None
+    with no_autograd(model), prefix_attention(model) if share else nullcontext():
         logits = _forward(model, ids, mask if padded else None, positions, cache, last_only=True)
-        if k > 1:
+        if share:  # the prompts' cache stays one row each; the samples' ids grow a new one
+            prefix = SharedPrefix.from_cache(cache, mask, k)
+            cache, padded = _new_cache(model), False  # the samples' own ids: no padding
+            logits, positions = (t.repeat_interleave(k, 0) for t in (logits, positions))
+        elif k > 1:
             cache.batch_repeat_interleave(k)
             logits, mask, positions = (t.repeat_interleave(k, 0) for t in (logits, mask, positions))
         for step in range(sampler.max_new_tokens):
@@ -94,16 +108,15 @@ def sample_tokens(
                     _report(on_finished, rows, tokens, done, step + 1, sampler.eos_token_ids)
                 keep = (~done).nonzero().squeeze(1)
                 cache.batch_select_indices(keep)
-                rows, token, mask, positions, done = (
-                    t[keep] for t in (rows, token, mask, positions, done)
-                )
+                rows, token, positions, done = (t[keep] for t in (rows, token, positions, done))
+                mask = mask[keep] if padded else mask
+                if prefix is not None:
+                    prefix.select(rows)
             positions = positions[:, -1:] + 1
             if padded:
                 mask = torch.cat([mask, mask.new_ones(len(mask), 1)], dim=1)
             ids = token[:, None]
-            logits = _forward(
-                model, ids, mask if padded else None, positions, cache, last_only=False
-            )
+            logits = _forward(model, ids, mask if padded else None, positions, cache, False, prefix)
     return _unpad(tokens, scores, sampler.eos_token_ids, k)
 
 
@@ -158,9 +171,12 @@ def _pick(logits, sampler: Sampler, generator, logprobs: bool):
     return token, logp.gather(1, token[:, None]).squeeze(1)
 
 
-def _forward(model, ids, mask, positions, cache, last_only: bool):
-    """Logits at each row's last position (only that one is projected when the model allows)."""
-    kwargs = {"logits_to_keep": 1} if last_only and _keeps_logits(model) else {}
+def _forward(model, ids, mask, positions, cache, last_only: bool, prefix=None):
+    """Logits at each row's last position (only that one is projected when the model allows);
+    ``prefix``: the prompts' shared cache (``rlvr.evaluation.shared_prefix``), if any."""
+    kwargs: dict = {"logits_to_keep": 1} if last_only and _keeps_logits(model) else {}
+    if prefix is not None:
+        kwargs["shared_prefix"] = prefix
     out = model(
         input_ids=ids,
         attention_mask=mask,
