@@ -1,4 +1,4 @@
-"""Decoding from shared prompts against a k-fold copy of their cache, per micro-suite domain.
+"""Decoding from shared prompts against a copy of each prompt's cache per sample, per domain.
 
     python scripts/bench_shared_prefix.py --model outputs/tiny_study/sft/final
 
@@ -6,6 +6,8 @@ The same prompts (each domain's held-out set, rendered with the model's chat tem
 same generator seed and budget, 32 prompts x k = 8 in one batch as a GRPO step samples them:
 ``sample_tokens`` with ``share_prompts=False`` (the baseline: every sample's row holds a copy
 of its prompt's keys and values) and with the default (``rlvr.evaluation.shared_prefix``).
+Agent rows run as tool episodes (``run_episodes``, 32 prompts x 8 episodes in one batch, a
+192-id budget, as the GRPO tool loop runs them) with ``share_prompts`` off and on.
 Prints seconds of each (best of the repeats, one thread), their ratio, the mean prompt and
 completion length, and how many of the completions came out identical (the two paths differ
 in float rounding only, so a draw can flip where a uniform number falls on a boundary).
@@ -29,6 +31,8 @@ from tasks import micro
 
 log = logging.getLogger("bench_shared_prefix")
 BUDGETS = {"math": 64, "code": 96, "science": 64, "instruction": 64}  # the study's
+# experiment=tiny_study's levels (mixture.difficulty): agent level 1 prompts are ~150 ids
+LEVELS = {"math": [3], "code": [3, 5], "science": [2], "instruction": [3], "agent": [1]}
 
 
 def timed(run, repeats: int):
@@ -56,7 +60,7 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(folder)
     totals = [0.0, 0.0]
     for domain, budget in BUDGETS.items():
-        rows = micro.generate(domain, args.prompts, seed=0, split="heldout")
+        rows = micro.generate(domain, args.prompts, 0, LEVELS[domain], split="heldout")
         ids = prompt_ids(tokenizer, [r["prompt"] for r in rows], ChatFormat())
         decoding = Decoding(k=args.k, temperature=1.0, top_p=1.0, max_new_tokens=budget)
         sampler = sampler_for(tokenizer, model, decoding)
@@ -81,8 +85,32 @@ def main() -> None:
         log.info("%-12s prompt %4.0f ids, completion %5.1f ids: k-fold cache %6.2f s, shared "
                  "%6.2f s, ratio %5.2fx, identical %d/%d", domain, prompt, length, base_s, ours_s,
                  base_s / ours_s, same, len(pairs))  # fmt: skip
-    log.info("all four     k-fold cache %6.2f s, shared %6.2f s, ratio %5.2fx",
+    log.info("single turn  k-fold cache %6.2f s, shared %6.2f s, ratio %5.2fx",
              totals[0], totals[1], totals[0] / totals[1])  # fmt: skip
+    episodes(model, tokenizer, args)
+
+
+def episodes(model, tokenizer, args) -> None:
+    """The agent held-out rows as tool episodes, each prompt's cache per episode or shared."""
+    from rlvr.evaluation.episodes import run_episodes
+
+    rows = micro.generate("agent", args.prompts, 0, LEVELS["agent"], split="heldout")
+    decoding = Decoding(k=args.k, temperature=1.0, top_p=1.0, max_new_tokens=192)
+
+    def run(share: bool):
+        return run_episodes(model, tokenizer, rows, decoding, batch_size=args.prompts * args.k,
+                            share_prompts=share)  # fmt: skip
+
+    run(True)  # warm-up
+    base_s, base = timed(lambda: run(False), args.repeats)
+    ours_s, ours = timed(lambda: run(True), args.repeats)
+    pairs = [(a.text, b.text) for pa, pb in zip(base, ours, strict=True)
+             for a, b in zip(pa, pb, strict=True)]  # fmt: skip
+    same = sum(a == b for a, b in pairs)
+    length = sum(r.tokens for p in base for r in p) / len(pairs)
+    log.info("agent        episodes of %5.1f ids: copy per episode %6.2f s, shared %6.2f s, "
+             "ratio %5.2fx, identical %d/%d", length, base_s, ours_s, base_s / ours_s, same,
+             len(pairs))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -76,13 +76,16 @@ def short_turns(tokenizer: Any, **kwargs: Any) -> TurnSampling:
     return TurnSampling(budget=BUDGET, eos_token_ids=ends, pad_token_id=0, **kwargs)
 
 
+@pytest.mark.parametrize("share", [True, False], ids=["shared-prompts", "prompt-per-row"])
 def test_cached_turns_equal_reencoding_the_conversation_under_greedy(
-    model, tokenizer, prompts
+    model, tokenizer, prompts, share
 ) -> None:
     """Every model id is the greedy prediction of a full forward over the conversation so
-    far; suffixes sit where the handler put them, masked 0; the budget holds."""
+    far; suffixes sit where the handler put them, masked 0; the budget holds. With prompts
+    held once each (the default) and with a copy per row."""
     tools = Tools(tokenizer, BUDGET)
-    sampling = short_turns(tokenizer, greedy=True, batch_size=3)  # episodes queue and join
+    # episodes queue and join: prompts enter and leave the shared cache
+    sampling = short_turns(tokenizer, greedy=True, batch_size=3, share_prompts=share)
     traces = sample_episodes(model, prompts, tools, sampling)
     assert sum(len(s) for s in tools.suffixes.values()) >= 2 * len(prompts)  # many feeds
     for i, trace in enumerate(traces):
@@ -131,3 +134,23 @@ def test_sampling_is_seeded_and_stops_at_the_budget(model, tokenizer, prompts) -
     assert first != run(2)
     assert all(len(ids) <= 40 for ids in first)
     assert any(len(ids) == 40 for ids in first)  # an episode that never ends stops at 40
+
+
+def test_shared_prompts_draw_what_a_copy_per_row_draws(model, tokenizer, prompts) -> None:
+    """Sampled episodes (k = 3 per prompt, several turns, rows queueing) come out the same
+    with each prompt cached once and with a copy per row: the two differ in rounding only."""
+    from rlvr.evaluation import shared_prefix
+
+    assert shared_prefix.can_share(model)
+
+    def run(share: bool) -> list[list[int]]:
+        sampling = short_turns(tokenizer, batch_size=8, share_prompts=share)
+        repeated = [p for p in prompts for _ in range(3)]
+        generator = torch.Generator().manual_seed(5)
+        traces = sample_episodes(model, repeated, Tools(tokenizer, BUDGET), sampling, generator)
+        return [t.completion_ids for t in traces]
+
+    shared = run(True)
+    assert shared == run(False)
+    assert len({len(ids) for ids in shared}) > 3  # episodes of many lengths and turns
+    assert model.config._attn_implementation == "sdpa"

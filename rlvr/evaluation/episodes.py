@@ -181,9 +181,11 @@ def run_episodes(
     seed: int = 0,
     format_gate: bool = False,
     chat: ChatFormat | None = None,
+    share_prompts: bool = True,
 ) -> list[list[EpisodeResult]]:
     """``decoding.k`` sampled episodes per row (one when greedy), each scored on its live
-    environment; ``decoding.max_new_tokens`` is the token budget of a whole episode."""
+    environment; ``decoding.max_new_tokens`` is the token budget of a whole episode.
+    ``share_prompts=False``: each episode's row holds its own copy of its prompt's cache."""
     import torch
 
     tokenizer = episode_tokenizer(tokenizer)
@@ -207,6 +209,7 @@ def run_episodes(
         top_p=decoding.top_p,
         greedy=decoding.greedy,
         batch_size=batch_size,
+        share_prompts=share_prompts,
     )
     generator = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
     was_training = model.training

@@ -90,11 +90,17 @@ def new_cache(layers: list[tuple[Any, Any]] | None = None) -> Cache:
 
 @dataclass
 class Rows:
-    """Episodes decoded together (their indices), their cache and each row's end column."""
+    """Episodes decoded together (their indices), their cache and each row's end column.
+
+    With ``prefix`` (``rlvr.evaluation.shared_prefix``) the prompts live there, once each, and
+    the cache holds only each row's ids after its prompt (``prompts``: the prompt each row
+    continues); ``extend`` and ``decode`` then take those ids and counts, not whole sequences."""
 
     ids: list[int]
     cache: Any = None
     ends: list[int] = field(default_factory=list)
+    prompts: list[int] = field(default_factory=list)
+    prefix: Any = None
 
     @property
     def length(self) -> int:
@@ -141,7 +147,37 @@ def join(parts: list[tuple[Rows, list[int] | None]]) -> Rows:
         layers.append(GrowingLayer(pair[0], pair[1], length))
     ids = [rows.ids[n] for rows, index in chosen for n in index]
     ends = [rows.ends[n] + length - rows.length for rows, index in chosen for n in index]
-    return Rows(ids, Cache(layers=layers), ends)
+    prefix = next((rows.prefix for rows, _ in chosen if rows.prefix is not None), None)
+    prompts = [rows.prompts[n] for rows, index in chosen for n in index] if prefix else []
+    return Rows(ids, Cache(layers=layers), ends, prompts, prefix)
+
+
+def admit(
+    model: Any, ids: list[int], prompts: Sequence[list[int]], prefix: Any, first_name: int
+) -> tuple[Rows, Any]:
+    """Episodes ``ids`` starting on ``prompts``, each distinct prompt prefilled once into the
+    shared ``prefix`` (created when None) under the names ``first_name``, ...: rows with no
+    ids of their own yet, and the logits of their prompts' last ids."""
+    from rlvr.evaluation.shared_prefix import SharedPrefix
+
+    first, inverse = _dedupe(prompts)
+    distinct = [prompts[n] for n in first]
+    shared, logits = extend(model, Rows(list(range(len(first)))), distinct, [0] * len(first))
+    width = shared.length
+    lengths = torch.tensor([len(p) for p in distinct], device=logits.device)[:, None]
+    mask = torch.arange(width, device=logits.device)[None, :] >= width - lengths
+    store = SharedPrefix.from_cache(shared.cache, mask.long(), first_name)
+    if prefix is None:
+        prefix = store
+    else:
+        prefix.add(store)
+    empty = [
+        tuple(t.new_zeros((len(ids), t.shape[1], 0, t.shape[3])) for t in kv)
+        for kv in shared.layers()
+    ]
+    index = torch.tensor(inverse, device=logits.device)
+    names = [first_name + j for j in inverse]
+    return Rows(list(ids), new_cache(empty), [0] * len(ids), names, prefix), logits[index]
 
 
 def extend(
@@ -171,15 +207,18 @@ def extend(
     lead = width - torch.tensor([len(c) for c in chunks], device=device)[:, None]
     columns = torch.arange(length + width, device=device)[None, :]
     mask = ((columns >= length - kept_t) & (columns < length)) | (columns >= length + lead)
+    positions = (kept_t + columns[:, length:] - length - lead).clamp(min=0)
     out = model(
         input_ids=torch.tensor([[0] * (width - len(c)) + c for c in chunks], device=device),
         attention_mask=mask.long(),  # the 0 ids under the mask could be any id
-        position_ids=(kept_t + columns[:, length:] - length - lead).clamp(min=0),
+        position_ids=positions + _offsets(rows, device),
         cache=_realign(rows, cached, kept, length),
         use_cache=True,
         logits_to_keep=1,
+        **_shared(rows, device),
     )
-    return Rows(rows.ids, out.cache, [length + width] * len(rows.ids)), out.logits[:, -1, :]
+    ends = [length + width] * len(rows.ids)
+    return Rows(rows.ids, out.cache, ends, rows.prompts, rows.prefix), out.logits[:, -1, :]
 
 
 def decode(model: Any, rows: Rows, tokens: list[int], cached: list[int], active: list[bool]):
@@ -195,12 +234,28 @@ def decode(model: Any, rows: Rows, tokens: list[int], cached: list[int], active:
     out = model(
         input_ids=torch.tensor(tokens, device=device)[:, None],
         attention_mask=mask.long(),
-        position_ids=torch.tensor(cached, device=device)[:, None],
+        position_ids=torch.tensor(cached, device=device)[:, None] + _offsets(rows, device),
         cache=rows.cache,
         use_cache=True,
+        **_shared(rows, device),
     )
     rows.ends = [length + 1 if a else e for a, e in zip(active, rows.ends, strict=True)]
     return out.logits[:, -1, :]
+
+
+def _offsets(rows: Rows, device: Any) -> Any:
+    """Where each row's own ids start: after its shared prompt (0 without one)."""
+    if rows.prefix is None:
+        return 0
+    return rows.prefix.offsets(torch.tensor(rows.prompts, device=device))[:, None]
+
+
+def _shared(rows: Rows, device: Any) -> dict[str, Any]:
+    """The forward's keyword for the shared-prompt attention, its rows assigned."""
+    if rows.prefix is None:
+        return {}
+    rows.prefix.select(torch.tensor(rows.prompts, device=device), drop=False)
+    return {"shared_prefix": rows.prefix}
 
 
 def _dedupe(sequences: Sequence[list[int]]) -> tuple[list[int], list[int]]:

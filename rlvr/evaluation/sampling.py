@@ -82,12 +82,13 @@ def sample_tokens(
     tokens = torch.full((len(rows), sampler.max_new_tokens), sampler.pad_token_id, device=device)
     scores = torch.zeros(tokens.shape, device=device) if logprobs else None
     done = torch.zeros(len(rows), dtype=torch.bool, device=device)
-    share = share_prompts and k > 1 and can_share(model, cache)
+    share = share_prompts and k > 1 and can_share(model)
     prefix = None
     with no_autograd(model), prefix_attention(model) if share else nullcontext():
         logits = _forward(model, ids, mask if padded else None, positions, cache, last_only=True)
         if share:  # the prompts' cache stays one row each; the samples' ids grow a new one
-            prefix = SharedPrefix.from_cache(cache, mask, k)
+            prefix = SharedPrefix.from_cache(cache, mask)  # prompt p's sample n: row p * k + n
+            prefix.select(rows // k)
             cache, padded = _new_cache(model), False  # the samples' own ids: no padding
             logits, positions = (t.repeat_interleave(k, 0) for t in (logits, positions))
         elif k > 1:
@@ -111,7 +112,7 @@ def sample_tokens(
                 rows, token, positions, done = (t[keep] for t in (rows, token, positions, done))
                 mask = mask[keep] if padded else mask
                 if prefix is not None:
-                    prefix.select(rows)
+                    prefix.select(rows // k)
             positions = positions[:, -1:] + 1
             if padded:
                 mask = torch.cat([mask, mask.new_ones(len(mask), 1)], dim=1)
