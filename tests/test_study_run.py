@@ -40,7 +40,7 @@ def fake_stage(root: Path, name: str, deps=(), seconds=0.5, code=0, writes=True)
     return StageJob(root, stage, f"hash-{name}", argv, {}, str(root))
 
 
-def run(root: Path, jobs: list[StageJob], launcher, reuse=(), stale=None):
+def run(root: Path, jobs: list[StageJob], launcher, reuse=(), stale=None, poll_s=0.1):
     stages = [j.stage for j in jobs]
     manifest = Manifest.create(
         root, {"test": True}, stages, {j.stage.name: j.config_hash for j in jobs},
@@ -48,7 +48,7 @@ def run(root: Path, jobs: list[StageJob], launcher, reuse=(), stale=None):
     )  # fmt: skip
     status = run_stages(
         stages, {j.stage.name: j for j in jobs}, launcher, manifest, list(reuse), stale or {},
-        Progress(stages, io.StringIO()), poll_s=0.1,
+        Progress(stages, io.StringIO()), poll_s=poll_s,
     )  # fmt: skip
     return status, manifest
 

@@ -194,3 +194,22 @@ def test_a_lost_server_fails_its_stages_and_later_ones_start_cold(tmp_path, laun
         time.sleep(0.05)
     status, _ = run(tmp_path, [module_stage(tmp_path, "later")], launcher)
     assert status == {"later": "done"} and facts(tmp_path, "later")["ppid"] == os.getpid()
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["forked", "fresh-processes"])
+def test_the_next_stage_starts_when_one_ends_not_at_the_next_poll(tmp_path, warm):
+    """A chain of three short stages under a 20 s poll interval: each stage starts as its
+    input ends (the launcher waits on the server's pipe or the process's pidfd)."""
+    launcher = LocalLauncher(jobs=2, warm=WarmStart(str(tmp_path / "logs")) if warm else None)
+    jobs = [
+        module_stage(tmp_path, "a", seconds=0.2),
+        module_stage(tmp_path, "b", ["a"], seconds=0.2),
+        module_stage(tmp_path, "c", ["b"], seconds=0.2),
+    ]
+    try:
+        status, _ = run(tmp_path, jobs, launcher, poll_s=20)
+    finally:
+        launcher.close()
+    assert status == dict.fromkeys("abc", "done")
+    a, b, c = (times(tmp_path, n) for n in "abc")
+    assert b[0] - a[1] < 5 and c[0] - b[1] < 5  # a tick would have been up to 20 s

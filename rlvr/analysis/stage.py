@@ -47,7 +47,12 @@ def analyze_stage(ctx: PlanContext) -> tuple[list[Stage], list[ModelRef]]:
     if "neighbourhood" in wanted:
         deps += pair_eval_stages(ctx)
     outputs = (out / "analysis.md",)  # written last, once every analysis has written its own
-    stage = Stage("analyze", "analyze", "rlvr.analyze", overrides, tuple(deps), out, outputs)
+    # exclusive: all cores (its KL and judge forwards use them); it waits for every
+    # evaluation anyway when it reads their outputs, so it runs last and alone
+    stage = Stage(
+        "analyze", "analyze", "rlvr.analyze", overrides, tuple(deps), out, outputs,
+        exclusive=True,
+    )  # fmt: skip
     return [stage], []
 
 

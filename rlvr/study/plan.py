@@ -40,7 +40,8 @@ class Stage:
     work: int = 0
     multiprocess: bool = False  # runs under ``accelerate launch`` when the study names a config
     # Runs alone with every core on a local machine: the SFT stage, which gates all the others
-    # (sharing the cores with the base model's evaluation would leave one idle after it).
+    # (sharing the cores with the base model's evaluation would leave one idle after it), and
+    # the analyses, which wait for every evaluation.
     exclusive: bool = False
 
 

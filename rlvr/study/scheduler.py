@@ -65,19 +65,24 @@ def run_stages(
         while True:
             _block_dependents(stages, status, running, launcher, manifest)
             _start_ready(start_order, status, running, jobs, launcher, manifest)
+            watched, ended = [], False
             for name, (handle, started) in list(running.items()):
                 if any(status[d] in STOPPED for d in by_name[name].deps):
                     continue  # blocked below, whatever its job says
                 code = launcher.poll(handle)
-                if code is not None:
-                    del running[name]
-                    cpu_s = launcher.cpu_seconds(handle)
-                    _finished(name, code, started, jobs[name], status, manifest, cpu_s)
+                if code is None:
+                    watched.append(handle)
+                    continue
+                del running[name]
+                cpu_s = launcher.cpu_seconds(handle)
+                _finished(name, code, started, jobs[name], status, manifest, cpu_s)
+                ended = True
             _block_dependents(stages, status, running, launcher, manifest)
             progress.render(status, {n: t for n, (_, t) in running.items()})
             if not running and not _startable(stages, status, launcher):
                 break
-            time.sleep(poll_s)
+            if not ended:  # else its dependents may start now
+                _wait(launcher, watched, poll_s)
     except (KeyboardInterrupt, Interrupted):
         for name, (handle, _) in running.items():
             launcher.cancel(handle)
@@ -89,6 +94,15 @@ def run_stages(
     _record_cluster_states(launcher, manifest)
     progress.render(status, {}, final=True)
     return status
+
+
+def _wait(launcher: Launcher, handles: list[Any], poll_s: float) -> None:
+    """Until a running stage may have ended (launchers that can tell), or ``poll_s``."""
+    wait = getattr(launcher, "wait", None)
+    if wait is None or not handles:
+        time.sleep(poll_s)
+    else:
+        wait(handles, poll_s)
 
 
 def _record_cluster_states(launcher: Launcher, manifest: Manifest, wait_s: float = 15) -> None:

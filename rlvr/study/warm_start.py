@@ -116,6 +116,12 @@ class ForkServer:
         pid = self._started.pop(self._next, None)
         return None if pid is None else WarmProcess(self, pid)
 
+    def fileno(self) -> int | None:
+        """The pipe the server reports on (readable when a stage has ended), if it is up."""
+        if self._proc is None or self.broken:
+            return None
+        return self._proc.stdout.fileno()
+
     def pump(self, timeout: float = 0.0) -> None:
         """Read what the server said (started and ended stages), waiting up to ``timeout``."""
         if self._proc is None or self.broken:
