@@ -12,6 +12,9 @@ from transformers import Qwen2Config, Qwen2ForCausalLM
 
 
 def main() -> None:
+    from rlvr.runs.cli import configure_threads
+
+    configure_threads()  # as every stage's entry point does
     torch.manual_seed(0)
     config = Qwen2Config(vocab_size=300, hidden_size=192, intermediate_size=512,
                          num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=4,
