@@ -4,6 +4,8 @@ with grouped-query attention, padded prompts of unequal lengths and rows leaving
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -127,6 +129,8 @@ def test_models_it_does_not_apply_to_keep_the_k_fold_cache(tiny):  # noqa: F811
         assert not can_share(model)
     finally:
         model.config._attn_implementation = "sdpa"
+    elsewhere = copy.deepcopy(model).to("meta")  # not on the CPU: its kernel is torch's CPU one
+    assert not can_share(elsewhere)
     model.gathers_weights = True  # FSDP's lockstep wrapper: forwards gather sharded weights
     try:
         assert not can_share(model)

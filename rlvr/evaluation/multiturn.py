@@ -16,8 +16,8 @@ A rebuild runs the waiting rows' suffixes and the new prompts as forwards of the
 
 Where the model allows it (``rlvr.evaluation.shared_prefix``), each prompt's keys and values
 are held once for all its episodes and the batch cache holds only what follows the prompts:
-decoding reads a prompt once per step for all its samples, and rebuilds copy a fifth of what
-they did for the embedded study's agent prompts (about 530 ids before 100-190 of episode).
+decoding reads a prompt once per step for all its samples, and rebuilds copy only the
+episodes' own ids (the embedded study's agent prompts are about 150 ids, its episodes up to 192).
 """
 
 from __future__ import annotations
@@ -179,7 +179,8 @@ class _Batch:
             logits.append(part_logits)
         self.live = join(parts) if len(parts) > 1 or decoding else Rows([])
         if self.live.prefix is not None and self.live.ids:  # prompts no row continues leave
-            self.live.prefix.select(torch.tensor(self.live.prompts), drop=True)
+            names = torch.tensor(self.live.prompts, device=self.live.prefix.names.device)
+            self.live.prefix.select(names, drop=True)
         self.waiting, self.done = {}, set()
         return rows, logits
 

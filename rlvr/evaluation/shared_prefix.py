@@ -3,8 +3,8 @@
 The k samples of a prompt share its prefill. Repeating that cache k-fold, as ``generate`` does,
 makes every decoding step read k copies of the prompt, and every rebuild of a multi-turn batch
 copy them: on a CPU that is most of the work for a small model with long prompts (the embedded
-model's ids are characters: 30-60 per single-turn prompt, about 530 per agent prompt with its
-tool schemas). Here the prompts' cache holds one row per prompt, each sample's own ids grow in
+model's ids are characters: 30-75 per single-turn prompt of the study, about 150 per agent
+prompt with its tool schemas, 530 at the harder agent levels). Here the prompts' cache holds one row per prompt, each sample's own ids grow in
 a cache of their own, and attention is computed in two parts: a prompt's keys against the
 queries of all its samples at once (one fused attention call per prompt and key head: the
 samples' queries are its rows), and each sample's own ids row by row; the two softmax parts
@@ -43,9 +43,11 @@ def _register() -> None:
 
 
 def can_share(model: Any) -> bool:
-    """Whether decoding on ``model`` can read shared prompts: its attention is transformers'
-    SDPA (which the prefill keeps), every layer attends to the whole sequence (no sliding
-    windows), and its forwards do not gather sharded weights (FSDP keeps the k-fold cache)."""
+    """Whether decoding on ``model`` can read shared prompts: it runs on the CPU (the fused
+    kernel that also returns log-sum-exps is torch's CPU one; accelerators keep the k-fold
+    cache), its attention is transformers' SDPA (which the prefill
+    keeps), every layer attends to the whole sequence (no sliding windows), and its forwards
+    do not gather sharded weights (FSDP keeps the k-fold cache)."""
     from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer
 
@@ -53,6 +55,9 @@ def can_share(model: Any) -> bool:
     if getattr(config, "_attn_implementation", None) != "sdpa":
         return False
     if getattr(model, "gathers_weights", False):
+        return False
+    parameter = next(iter(model.parameters()), None)
+    if parameter is None or parameter.device.type != "cpu":
         return False
     return all(type(layer) is DynamicLayer for layer in DynamicCache(config=config).layers)
 
@@ -187,21 +192,14 @@ class SharedPrefix:
 
 def _attention(q: Any, k: Any, v: Any, mask: Any, scale: float) -> tuple[Any, Any]:
     """Softmax attention of ``q`` over ``k``/``v`` under an additive ``mask``: the output and
-    each query's log-sum-exp of scores. On CPU, torch's fused flash kernel (which returns
-    both); elsewhere the same in plain operations. Keys and values are taken in the queries'
-    dtype (under CPU autocast, rotary embeddings leave queries and keys in float32)."""
+    each query's log-sum-exp of scores, from torch's fused CPU flash kernel, which returns
+    both. Keys and values are taken in the queries' dtype (under CPU autocast, rotary
+    embeddings leave queries and keys in float32)."""
     k, v = k.to(q.dtype), v.to(q.dtype)
     mask = None if mask is None else mask.to(q.dtype)
-    if q.device.type == "cpu":
-        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            q, k, v, 0.0, False, attn_mask=mask, scale=scale
-        )
-    scores = torch.matmul(q, k.transpose(-1, -2)) * scale
-    if mask is not None:
-        scores = scores + mask
-    lse = torch.logsumexp(scores, -1)
-    weights = torch.exp(scores - lse[..., None].clamp(min=torch.finfo(scores.dtype).min))
-    return torch.matmul(weights, v), lse
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        q, k, v, 0.0, False, attn_mask=mask, scale=scale
+    )
 
 
 def _visible(mask: Any, rows: int, group: int, new: int, columns: int, query: Any) -> Any:
