@@ -26,7 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rlvr.study.launchers import LocalLauncher, StageJob  # noqa: E402
+from rlvr.study.launchers import StageJob  # noqa: E402
+from rlvr.study.local_launcher import LocalLauncher  # noqa: E402
 from rlvr.study.plan import Stage  # noqa: E402
 from rlvr.study.warm_start import ForkServer  # noqa: E402
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from rlvr.config import ConfigError
-from rlvr.study.launchers import LocalLauncher, StageJob, SubmititLauncher
+from rlvr.study.launchers import StageJob, SubmititLauncher
+from rlvr.study.local_launcher import LocalLauncher
 from rlvr.study.manifest import Manifest, marker_path, reconcile
 from rlvr.study.plan import Stage
 from rlvr.study.progress import Progress, closing_screen
@@ -327,7 +328,8 @@ def test_cancel_stops_ranks_that_left_the_stage_session(tmp_path):
 
 DRIVER = """
 import pathlib, sys, time
-from rlvr.study.launchers import LocalLauncher, StageJob
+from rlvr.study.launchers import StageJob
+from rlvr.study.local_launcher import LocalLauncher
 from rlvr.study.plan import Stage
 root = pathlib.Path(sys.argv[1])
 stage = Stage("long", "fake", "fake", (), (), root / "long", ())

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from test_study_run import alive, run, times
 
-from rlvr.study.launchers import LocalLauncher, StageJob
+from rlvr.study.launchers import StageJob
+from rlvr.study.local_launcher import LocalLauncher
 from rlvr.study.plan import Stage
 from rlvr.study.warm_start import WarmProcess, WarmStart
 
@@ -146,7 +147,8 @@ def test_cancel_stops_a_warm_stage_and_the_ranks_it_started(tmp_path, launcher):
 
 DRIVER = """
 import pathlib, sys, time
-from rlvr.study.launchers import LocalLauncher, StageJob
+from rlvr.study.launchers import StageJob
+from rlvr.study.local_launcher import LocalLauncher
 from rlvr.study.warm_start import WarmStart
 from rlvr.study.plan import Stage
 root = pathlib.Path(sys.argv[1])

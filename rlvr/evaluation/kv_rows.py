@@ -208,14 +208,15 @@ def extend(
     columns = torch.arange(length + width, device=device)[None, :]
     mask = ((columns >= length - kept_t) & (columns < length)) | (columns >= length + lead)
     positions = (kept_t + columns[:, length:] - length - lead).clamp(min=0)
+    shared, offsets = _shared(rows, device)
     out = model(
         input_ids=torch.tensor([[0] * (width - len(c)) + c for c in chunks], device=device),
         attention_mask=mask.long(),  # the 0 ids under the mask could be any id
-        position_ids=positions + _offsets(rows, device),
+        position_ids=positions + offsets,
         cache=_realign(rows, cached, kept, length),
         use_cache=True,
         logits_to_keep=1,
-        **_shared(rows, device),
+        **shared,
     )
     ends = [length + width] * len(rows.ids)
     return Rows(rows.ids, out.cache, ends, rows.prompts, rows.prefix), out.logits[:, -1, :]
@@ -231,31 +232,27 @@ def decode(model: Any, rows: Rows, tokens: list[int], cached: list[int], active:
     live = torch.tensor(active, device=device)[:, None]
     columns = torch.arange(length + 1, device=device)[None, :]
     mask = ((columns >= starts) & (columns < ends)) | ((columns == length) & live)
+    shared, offsets = _shared(rows, device)
     out = model(
         input_ids=torch.tensor(tokens, device=device)[:, None],
         attention_mask=mask.long(),
-        position_ids=torch.tensor(cached, device=device)[:, None] + _offsets(rows, device),
+        position_ids=torch.tensor(cached, device=device)[:, None] + offsets,
         cache=rows.cache,
         use_cache=True,
-        **_shared(rows, device),
+        **shared,
     )
     rows.ends = [length + 1 if a else e for a, e in zip(active, rows.ends, strict=True)]
     return out.logits[:, -1, :]
 
 
-def _offsets(rows: Rows, device: Any) -> Any:
-    """Where each row's own ids start: after its shared prompt (0 without one)."""
+def _shared(rows: Rows, device: Any) -> tuple[dict[str, Any], Any]:
+    """The forward's keyword for the shared-prompt attention (its rows assigned), and where
+    each row's own positions start: after its prompt (nothing and 0 without shared prompts)."""
     if rows.prefix is None:
-        return 0
-    return rows.prefix.offsets(torch.tensor(rows.prompts, device=device))[:, None]
-
-
-def _shared(rows: Rows, device: Any) -> dict[str, Any]:
-    """The forward's keyword for the shared-prompt attention, its rows assigned."""
-    if rows.prefix is None:
-        return {}
-    rows.prefix.select(torch.tensor(rows.prompts, device=device), drop=False)
-    return {"shared_prefix": rows.prefix}
+        return {}, 0
+    names = torch.tensor(rows.prompts, device=device)
+    rows.prefix.select(names, drop=False)
+    return {"shared_prefix": rows.prefix}, rows.prefix.offsets(names)[:, None]
 
 
 def _dedupe(sequences: Sequence[list[int]]) -> tuple[list[int], list[int]]:

@@ -18,6 +18,7 @@ rounding.
 
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ import torch
 ATTENTION = "rlvr_shared_prefix"
 
 
+@functools.cache
 def _register() -> None:
     from transformers import AttentionInterface
     from transformers.integrations.sdpa_attention import sdpa_attention_forward

@@ -82,7 +82,7 @@ def run_stages(
             if not running and not _startable(stages, status, launcher):
                 break
             if not ended:  # else its dependents may start now
-                _wait(launcher, watched, poll_s)
+                launcher.wait(watched, poll_s)
     except (KeyboardInterrupt, Interrupted):
         for name, (handle, _) in running.items():
             launcher.cancel(handle)
@@ -94,15 +94,6 @@ def run_stages(
     _record_cluster_states(launcher, manifest)
     progress.render(status, {}, final=True)
     return status
-
-
-def _wait(launcher: Launcher, handles: list[Any], poll_s: float) -> None:
-    """Until a running stage may have ended (launchers that can tell), or ``poll_s``."""
-    wait = getattr(launcher, "wait", None)
-    if wait is None or not handles:
-        time.sleep(poll_s)
-    else:
-        wait(handles, poll_s)
 
 
 def _record_cluster_states(launcher: Launcher, manifest: Manifest, wait_s: float = 15) -> None:
