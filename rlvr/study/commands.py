@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlvr.config import ConfigError, RunConfig, register_configs, validate
+from rlvr.config import ConfigError, RunConfig, validate
 from rlvr.study.plan import GRPO_KINDS, Stage
 
 # The config each kind of stage reads: a changed GRPO learning rate reruns the GRPO stages and
@@ -100,20 +100,11 @@ def user_overrides(argv: Sequence[str]) -> list[str]:
 
 
 def compose(overrides: Sequence[str], config_name: str = "train") -> DictConfig:
-    """The root config with ``overrides``, without starting a Hydra application."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    """The root config with ``overrides``, without starting a Hydra application (groups
+    composed once per distinct choice: ``rlvr.study.composition``)."""
+    from rlvr.study.composition import compose as compose_once_per_groups
 
-    from rlvr.runs.cli import CONF_DIR, register_resolvers
-
-    register_configs()
-    register_resolvers()
-    plain = [o for o in overrides if not o.split("=", 1)[0].startswith("hydra.")]
-    if GlobalHydra.instance().is_initialized():
-        GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return hydra_compose(config_name=config_name, overrides=plain)
+    return compose_once_per_groups(overrides, config_name)
 
 
 def stage_overrides(base: Sequence[str], stage: Stage) -> list[str]:
