@@ -215,3 +215,28 @@ def test_the_next_stage_starts_when_one_ends_not_at_the_next_poll(tmp_path, warm
     assert status == dict.fromkeys("abc", "done")
     a, b, c = (times(tmp_path, n) for n in "abc")
     assert b[0] - a[1] < 5 and c[0] - b[1] < 5  # a tick would have been up to 20 s
+
+
+def test_the_next_thread_settings_server_imports_while_the_first_stage_runs(tmp_path):
+    """A two-thread stage, then a one-thread stage after it: the one-thread server starts with
+    the study (``warm_up``), so the second stage forks as the first ends instead of waiting
+    for its server's imports then."""
+    launcher = LocalLauncher(jobs=2, warm=WarmStart(str(tmp_path / "logs")))
+    two = {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    one = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    jobs = [
+        module_stage(tmp_path, "a", seconds=1.0, env=two),
+        module_stage(tmp_path, "b", ["a"], seconds=0.2, env=one),
+    ]
+    began = time.time()
+    try:
+        status, _ = run(tmp_path, jobs, launcher)
+    finally:
+        launcher.close()
+    assert status == dict.fromkeys("ab", "done")
+    a, b = times(tmp_path, "a"), times(tmp_path, "b")
+    imports = a[0] - began  # the first server's imports, before stage a could fork
+    assert b[0] - a[1] < imports / 2, (imports, b[0] - a[1])
+    fa, fb = facts(tmp_path, "a"), facts(tmp_path, "b")
+    assert fa["torch_loaded"] and fb["torch_loaded"] and fa["ppid"] != fb["ppid"]
+    assert (fa["torch_threads"], fb["torch_threads"]) == (2, 1)

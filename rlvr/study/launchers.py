@@ -140,6 +140,8 @@ class Launcher(Protocol):
     submits_ahead: bool  # True: dependents may be submitted before their inputs finish
     capacity: int  # stages held at once
 
+    def warm_up(self, jobs: Sequence[StageJob]) -> None: ...  # the stages to come, in order
+
     def start(self, job: StageJob, deps: Sequence[Any]) -> Any: ...
 
     def poll(self, handle: Any) -> int | None: ...
@@ -192,6 +194,9 @@ class SubmititLauncher:
         self._states: dict[str, str] = {}  # job id -> SLURM state, refreshed by poll
         self._checked = 0.0
         self._ended_without_result: dict[str, float] = {}  # job id -> when first seen so
+
+    def warm_up(self, jobs: Sequence[StageJob]) -> None:
+        """Nothing to start ahead: each job imports on its own node."""
 
     def start(self, job: StageJob, deps: Sequence[Any]) -> Any:
         kind = self.by_kind.get(job.stage.kind, {})

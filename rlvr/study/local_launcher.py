@@ -42,6 +42,11 @@ class LocalLauncher:
                 stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
             )  # fmt: skip
 
+    def warm_up(self, jobs: Sequence[StageJob]) -> None:
+        """Start the stage servers ``jobs`` (the stages to come, in start order) will need."""
+        if self.warm is not None:
+            self.warm.prepare([(job.argv, {**os.environ, **job.env}) for job in jobs])
+
     def poll(self, handle: subprocess.Popen) -> int | None:
         """The exit code once the stage ended; reaped with ``wait4`` for its CPU seconds (its
         own and those of the processes it waited for: verifier workers, sandboxes)."""

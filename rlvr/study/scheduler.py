@@ -54,6 +54,7 @@ def run_stages(
         manifest.entries[name]["status"] = "running"
     manifest.save()
     start_order = sorted(stages, key=lambda s: -s.work)  # largest first; ties in plan order
+    launcher.warm_up([jobs[s.name] for s in stages if status[s.name] == "pending"])
     by_name = {s.name: s for s in stages}
     previous = {signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
 

@@ -15,6 +15,7 @@ import select
 import signal
 import sys
 import time
+from collections.abc import Sequence
 
 THREAD_KEYS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # read by OpenMP and MKL at start-up
 
@@ -63,6 +64,20 @@ class WarmStart:
         self.servers: dict[tuple[str | None, ...], ForkServer] = {}
 
     def start(self, argv: list[str], env: dict[str, str], cwd: str, log: str) -> WarmProcess | None:
+        server = self._server(env)
+        return None if server is None else server.start(argv, env, cwd, log)
+
+    def prepare(self, commands: Sequence[tuple[list[str], dict[str, str]]]) -> None:
+        """Start, without waiting, the servers the stages to come (``argv``, ``env``; in the
+        order they will likely start) will fork from: each imports while the driver and the
+        first stage's server do, not later on the study's critical path (the one-thread
+        server would otherwise start only when the two-thread SFT ends)."""
+        for argv, env in commands:
+            server = self._server(env) if _module_of(argv) is not None else None
+            if server is not None:
+                server.spawn(env)
+
+    def _server(self, env: dict[str, str]) -> ForkServer | None:
         key = tuple(env.get(k) for k in THREAD_KEYS)
         server = self.servers.get(key)
         if server is None:
@@ -70,7 +85,7 @@ class WarmStart:
                 return None
             name = "forkserver" if key[0] is None else f"forkserver-threads{key[0]}"
             server = self.servers[key] = ForkServer(os.path.join(self.log_dir, f"{name}.log"))
-        return server.start(argv, env, cwd, log)
+        return server
 
     def close(self) -> None:
         for server in self.servers.values():
@@ -161,25 +176,30 @@ class ForkServer:
         stage waits for it."""
         if self.broken:
             return False
-        if self._proc is None:
-            import subprocess
-
-            from rlvr.study.launchers import _die_with_parent
-
-            self.env = dict(env)
-            os.makedirs(os.path.dirname(self.log) or ".", exist_ok=True)
-            with open(self.log, "a") as log:
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "rlvr.study.forkserver"], stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE, stderr=log, env=self.env, start_new_session=True,
-                    preexec_fn=_die_with_parent,
-                )  # fmt: skip
+        self.spawn(env)
         deadline = time.monotonic() + self.READY_TIMEOUT_S
         while not self._ready and not self.broken and time.monotonic() < deadline:
             self.pump(0.2)
         if not self._ready and not self.broken:
             self._break(f"not ready after {self.READY_TIMEOUT_S:.0f} s")
         return self._ready and not self.broken
+
+    def spawn(self, env: dict[str, str]) -> None:
+        """Start the server process with ``env`` unless it runs (or could not run) already."""
+        if self._proc is not None or self.broken:
+            return
+        import subprocess
+
+        from rlvr.study.launchers import _die_with_parent
+
+        self.env = dict(env)
+        os.makedirs(os.path.dirname(self.log) or ".", exist_ok=True)
+        with open(self.log, "a") as log:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "rlvr.study.forkserver"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=log, env=self.env, start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )  # fmt: skip
 
     def _break(self, why: str) -> None:
         import logging
