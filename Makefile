@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python scripts/bench_grpo.py
 	$(OFFLINE) $(BIN)/python scripts/bench_analyze.py --shape small
 	$(OFFLINE) $(BIN)/python scripts/bench_stage_start.py
+	$(OFFLINE) $(BIN)/python scripts/bench_plan.py
 	@echo "load average after: $$(cut -d' ' -f1-3 /proc/loadavg)"
 
 clean:
