@@ -123,6 +123,9 @@ def test_the_m2rl_study_plan_fits_and_the_old_settings_fail_naming_the_fix(tmp_p
     printed = capsys.readouterr().out
     assert "resource plan" in printed and "DOES NOT FIT" not in printed
     assert printed.count("fits") >= 4  # sft, experts, mixed, evaluations
+    from rlvr.reporting.paper import BENCHMARKS
+
+    assert f"eval.tasks=[{','.join(BENCHMARKS)}]" in printed  # the paper's nine, in its order
     with pytest.raises(ConfigError) as failed:
         run_study([*argv, "trainer.micro_batch=null"])
     assert "DOES NOT FIT" in capsys.readouterr().out
