@@ -4,11 +4,12 @@ The k samples of a prompt share its prefill. Repeating that cache k-fold, as ``g
 makes every decoding step read k copies of the prompt, and every rebuild of a multi-turn batch
 copy them: on a CPU that is most of the work for a small model with long prompts (the embedded
 model's ids are characters: 30-75 per single-turn prompt of the study, about 150 per agent
-prompt with its tool schemas, 530 at the harder agent levels). Here the prompts' cache holds one row per prompt, each sample's own ids grow in
-a cache of their own, and attention is computed in two parts: a prompt's keys against the
-queries of all its samples at once (one fused attention call per prompt and key head: the
-samples' queries are its rows), and each sample's own ids row by row; the two softmax parts
-are merged exactly through their log-sum-exps, as flash attention merges its blocks.
+prompt with its tool schemas, 530 at the harder agent levels). Here the prompts' cache holds
+one row per prompt, each sample's own ids grow in a cache of their own, and attention is
+computed in two parts: a prompt's keys against the queries of all its samples at once (one
+fused attention call per prompt and key head: the samples' queries are its rows), and each
+sample's own ids row by row; the two softmax parts are merged exactly through their
+log-sum-exps, as flash attention merges its blocks.
 
 ``prefix_attention(model)`` switches a model to this attention for the duration of a sampling
 loop; forwards without a ``shared_prefix`` keyword (the prompts' prefill) run transformers'
@@ -47,9 +48,9 @@ def _register() -> None:
 def can_share(model: Any) -> bool:
     """Whether decoding on ``model`` can read shared prompts: it runs on the CPU (the fused
     kernel that also returns log-sum-exps is torch's CPU one; accelerators keep the k-fold
-    cache), its attention is transformers' SDPA (which the prefill
-    keeps), every layer attends to the whole sequence (no sliding windows), and its forwards
-    do not gather sharded weights (FSDP keeps the k-fold cache)."""
+    cache), its attention is transformers' SDPA (which the prefill keeps), every layer attends
+    to the whole sequence (no sliding windows), and its forwards do not gather sharded weights
+    (FSDP keeps the k-fold cache)."""
     from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer
 

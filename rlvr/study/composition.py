@@ -24,9 +24,11 @@ def compose(overrides: Sequence[str], config_name: str = "train") -> DictConfig:
     apply = _value_applier()
     if apply is None:  # a Hydra without the function: compose everything at once
         return _hydra_compose(config_name, tuple(plain))
-    groups = tuple(o for o in plain if names_group(o))
-    cfg = copy.deepcopy(_groups_composed(config_name, groups))
-    values = [o for o in plain if not names_group(o)]
+    groups: list[str] = []
+    values: list[str] = []
+    for override in plain:
+        (groups if names_group(override) else values).append(override)
+    cfg = copy.deepcopy(_groups_composed(config_name, tuple(groups)))
     if values:
         apply(cfg, values)
     return cfg
@@ -62,6 +64,7 @@ def _hydra_compose(config_name: str, overrides: tuple[str, ...]) -> DictConfig:
         return hydra_compose(config_name=config_name, overrides=list(overrides))
 
 
+@functools.cache
 def _value_applier():
     """``apply(cfg, overrides)`` with Hydra's own parser and override semantics (``+key``,
     ``++key``, ``~key``, struct mode), or None where this Hydra lacks them."""
