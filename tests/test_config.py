@@ -364,3 +364,32 @@ def test_the_warm_start_is_for_the_embedded_model_unless_asked_for(overrides, ex
     from rlvr.training.stages import wants_warm_start
 
     assert wants_warm_start(compose_run(*overrides)) is expected
+
+
+def test_an_entry_point_leaves_its_process_group_before_the_interpreter_exits(tmp_path):
+    """gloo's worker threads still alive at interpreter teardown abort a finished rank
+    ("terminate called without an active exception"); every entry point destroys the group
+    when its body returns or raises."""
+    script = tmp_path / "stage.py"
+    script.write_text(
+        "import sys\n"
+        "import torch.distributed as dist\n"
+        "from rlvr.runs.cli import hydra_entry\n"
+        "seen = {}\n"
+        "def body(run, run_dir):\n"
+        "    store = 'file://' + str(run_dir / 'store')\n"
+        "    dist.init_process_group('gloo', init_method=store, rank=0, world_size=1)\n"
+        "    seen['up'] = dist.is_initialized()\n"
+        "    if run.run_name == 'fails':\n"
+        "        raise RuntimeError('the stage failed')\n"
+        "try:\n"
+        "    hydra_entry('report', body)\n"
+        "finally:\n"
+        "    print('up', seen.get('up'), 'after', dist.is_initialized(), flush=True)\n"
+    )
+    for name, exit_code in (("ok", 0), ("fails", 1)):
+        argv = [f"run_name={name}", f"hydra.run.dir={tmp_path / name}", "logger=none"]
+        done = subprocess.run([sys.executable, str(script), *argv], capture_output=True,
+                              text=True, timeout=120, cwd=REPO)  # fmt: skip
+        assert done.returncode == exit_code, done.stderr[-2000:]
+        assert "up True after False" in done.stdout, done.stdout + done.stderr[-2000:]

@@ -153,6 +153,16 @@ def known_failure(err: BaseException) -> str | None:
     return None
 
 
+def leave_process_group() -> None:
+    """Destroy this process's process group, if one is up, before the interpreter exits. Left
+    to the interpreter's teardown, gloo's worker threads can still hold tensors while Python
+    finalises, and the process aborts ("terminate called without an active exception") after
+    its work is done, failing a finished stage. Stages that never imported torch skip this."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def hydra_entry(
     stage: str, body: Callable[[RunConfig, Path], Any], config_name: str = "train"
 ) -> None:
@@ -190,5 +200,7 @@ def hydra_entry(
             if failure == "aborted":  # the error budget ran out: one clear line
                 sys.stderr.write(f"aborted: {err}\n")
             sys.exit(2 if failure == "config error" else 1)
+        finally:
+            leave_process_group()
 
     _main()

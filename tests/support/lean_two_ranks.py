@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from rlvr.lean_forward.trimmed import CHUNK_OVERHEAD_TOKENS, plan_chunks
+from rlvr.runs.cli import leave_process_group
 from tests.support.grpo_batches import grouped_batch, grpo_trainer
 from tests.support.two_ranks import save_on_rank0
 
@@ -65,6 +66,7 @@ def main(model_dir: str, out: str) -> None:
         result[path] = {"loss": loss.detach().clone(), "forwards": calls[0],
                         "grads": [g.detach().clone() for g in grads]}  # fmt: skip
     save_on_rank0(result, out)
+    leave_process_group()
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from rlvr.evaluation.multiturn import TurnSampling, sample_episodes
 from rlvr.evaluation.sampling import Sampler
 from rlvr.rollouts.lockstep import in_step
 from rlvr.rollouts.single_turn import sample_rows
+from rlvr.runs.cli import leave_process_group
 from tests.support.two_ranks import save_on_rank0
 
 # rank 0: few short rows; rank 1: more rows, a longer budget (it runs more forwards)
@@ -67,6 +68,7 @@ def main(model_dir: str, out: str) -> None:
         result[name] = {"drawn": drawn, "whole": draw(whole, rank),
                         "forwards": stepped.forwards, "stand_ins": stepped.stand_ins}  # fmt: skip
     save_on_rank0(result, out)
+    leave_process_group()
 
 
 if __name__ == "__main__":
