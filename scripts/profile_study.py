@@ -4,7 +4,8 @@
     python scripts/profile_study.py outputs/tiny_study --seed all # every stage
 
 Stage-seconds add up the stages' own walls (two at a time locally, so the study's elapsed
-time is about half); below the table, the time some stage was running.
+time is about half); below the table, the time some stage was running, and the stages' CPU
+seconds against what ``study.jobs`` cores could have done in it.
 """
 
 from __future__ import annotations
@@ -40,14 +41,20 @@ def main() -> int:
         return 2
     shown = stages if args.seed == "all" else one_seed(stages, int(args.seed))
     print(format_profile(shown))
-    entries = (read_json(args.study_dir / MANIFEST) or {}).get("stages", {}).values()
+    manifest = read_json(args.study_dir / MANIFEST) or {}
     spans = sorted(
         (e["start"], e["end"])
-        for e in entries
+        for e in manifest.get("stages", {}).values()
         if e.get("start") is not None and e.get("end") is not None
     )
     if spans:
-        print(f"\nbusy (some stage running, every seed): {busy_seconds(spans):,.0f} s")
+        busy = busy_seconds(spans)
+        print(f"\nbusy (some stage running, every seed): {busy:,.0f} s")
+        cpu = sum(p.cpu_s for p in stages if p.cpu_s is not None)
+        jobs = (manifest.get("plan") or {}).get("jobs")
+        if cpu and jobs:  # near 100%: the study waits on work, not on its schedule
+            print(f"CPU (every stage, every seed): {cpu:,.0f} s, {cpu / (busy * jobs):.0%} of "
+                  f"study.jobs ({jobs}) x the busy time")  # fmt: skip
     return 0
 
 

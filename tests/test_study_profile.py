@@ -49,7 +49,7 @@ def _folder(root: Path) -> Path:
         "report": {**_entry(root, "report", "report", 5.0), "start": 200.0, "end": 205.0},
         "expert-code-seed0": {**_entry(root, "expert", "experts/code-seed0", 3.0), "returncode": 1},
     }
-    (root / "study.json").write_text(json.dumps({"plan": {}, "stages": stages}))
+    (root / "study.json").write_text(json.dumps({"plan": {"jobs": 2}, "stages": stages}))
     return root
 
 
@@ -91,6 +91,8 @@ def test_the_script_prints_the_table_and_names_a_folder_that_is_not_a_study(tmp_
                          capture_output=True, text=True, check=True).stdout  # fmt: skip
     assert "| expert-math-seed0 |" in out and "eval-math-seed1" not in out
     assert "busy (some stage running, every seed): 105 s" in out  # not the gap before report
+    # CPU of the finished stages that recorded it (95 + 6 + 36 + 37) against 2 jobs x 105 s
+    assert "CPU (every stage, every seed): 174 s, 83% of study.jobs (2) x the busy time" in out
     bad = subprocess.run([sys.executable, "scripts/profile_study.py", str(tmp_path)], cwd=REPO,
                          capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2 and "is this a study folder?" in bad.stderr
