@@ -14,9 +14,8 @@ from pathlib import Path
 import torch
 
 from rlvr.lean_forward.trimmed import CHUNK_OVERHEAD_TOKENS, plan_chunks
-from rlvr.runs.cli import leave_process_group
 from tests.support.grpo_batches import grouped_batch, grpo_trainer
-from tests.support.two_ranks import save_on_rank0
+from tests.support.two_ranks import finish_rank, save_on_rank0, start_rank
 
 PROMPT_WIDTH, COMPLETION_WIDTH, PROMPTS, GROUP = 24, 60, 4, 4
 
@@ -40,6 +39,7 @@ def rank_batch(rank: int) -> dict:
 
 
 def main(model_dir: str, out: str) -> None:
+    start_rank()
     rows = PROMPTS * GROUP
     trainer = grpo_trainer(model_dir, Path(out) / "trainer", rows, COMPLETION_WIDTH, True, False)
     accelerator = trainer.accelerator
@@ -66,7 +66,7 @@ def main(model_dir: str, out: str) -> None:
         result[path] = {"loss": loss.detach().clone(), "forwards": calls[0],
                         "grads": [g.detach().clone() for g in grads]}  # fmt: skip
     save_on_rank0(result, out)
-    leave_process_group()
+    finish_rank()
 
 
 if __name__ == "__main__":

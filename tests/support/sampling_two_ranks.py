@@ -20,8 +20,7 @@ from rlvr.evaluation.multiturn import TurnSampling, sample_episodes
 from rlvr.evaluation.sampling import Sampler
 from rlvr.rollouts.lockstep import in_step
 from rlvr.rollouts.single_turn import sample_rows
-from rlvr.runs.cli import leave_process_group
-from tests.support.two_ranks import save_on_rank0
+from tests.support.two_ranks import finish_rank, save_on_rank0, start_rank
 
 # rank 0: few short rows; rank 1: more rows, a longer budget (it runs more forwards)
 PROMPTS = {0: [[5, 6, 7], [9, 10]], 1: [[11, 12, 13, 14], [15], [16, 17]]}
@@ -56,6 +55,7 @@ def episodes(model, rank: int) -> list[list[int]]:
 
 
 def main(model_dir: str, out: str) -> None:
+    start_rank()
     accelerator = Accelerator(cpu=True)
     rank = accelerator.process_index
     model = AutoModelForCausalLM.from_pretrained(model_dir)
@@ -68,7 +68,7 @@ def main(model_dir: str, out: str) -> None:
         result[name] = {"drawn": drawn, "whole": draw(whole, rank),
                         "forwards": stepped.forwards, "stand_ins": stepped.stand_ins}  # fmt: skip
     save_on_rank0(result, out)
-    leave_process_group()
+    finish_rank()
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ through ``tests.support.fsdp_on_cpu``, or DDP) and handing its per-rank results 
 
 from __future__ import annotations
 
+import faulthandler
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,3 +31,24 @@ def save_on_rank0(result: dict, out: str | Path) -> None:
     torch.distributed.all_gather_object(gathered, result)
     if torch.distributed.get_rank() == 0:
         torch.save(gathered, Path(out) / "result.pt")
+
+
+def start_rank() -> None:
+    """Print every thread's Python stack if this rank aborts (SIGABRT and other fatal signals)."""
+    faulthandler.enable()
+
+
+def finish_rank() -> None:
+    """End a rank once its results are written: every rank past the last collective, the
+    process group left, output flushed, then ``os._exit(0)`` instead of the interpreter's
+    teardown. FSDP's device mesh still holds the gloo process group after
+    ``destroy_process_group``, and in full slow-tier runs a rank that had done all its work
+    aborted in teardown ("terminate called without an active exception"), failing the test on
+    an exit code that says nothing about what it checks."""
+    from rlvr.runs.cli import leave_process_group
+
+    torch.distributed.barrier()
+    leave_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
