@@ -41,10 +41,10 @@ def start_rank() -> None:
 def finish_rank() -> None:
     """End a rank once its results are written: every rank past the last collective, the
     process group left, output flushed, then ``os._exit(0)`` instead of the interpreter's
-    teardown. FSDP's device mesh still holds the gloo process group after
-    ``destroy_process_group``, and in full slow-tier runs a rank that had done all its work
-    aborted in teardown ("terminate called without an active exception"), failing the test on
-    an exit code that says nothing about what it checks."""
+    teardown. In full slow-tier runs (never alone) a rank aborted with "terminate called
+    without an active exception" although leaving the group was already in place; FSDP's
+    device mesh keeps the gloo group alive past ``destroy_process_group``, so teardown is the
+    likely place, and the exit code then says nothing about what the test checks."""
     from rlvr.runs.cli import leave_process_group
 
     torch.distributed.barrier()
