@@ -384,3 +384,25 @@ def test_the_largest_ready_stage_starts_first_and_equal_ones_in_plan_order(tmp_p
     assert set(status.values()) == {"done"}
     started = sorted(sizes, key=lambda n: times(tmp_path, n)[0])
     assert started == ["large", "medium", "small", "first_zero", "second_zero"]
+
+
+def test_an_evaluation_of_weights_a_running_stage_evaluates_waits_for_it(tmp_path):
+    """Two folders holding equal weights are evaluated one after the other (the second then
+    reuses the first's records); an evaluation of other weights runs beside the first."""
+    from dataclasses import replace
+
+    folders = {}
+    for name, content in (("w1", b"same"), ("w2", b"same"), ("w3", b"other")):
+        folders[name] = tmp_path / "models" / name
+        folders[name].mkdir(parents=True)
+        (folders[name] / "model.safetensors").write_bytes(content)
+    (folders["w2"] / "merge.json").write_text("{}")  # provenance differs, weights do not
+    jobs = []
+    for name, weights in (("e1", "w1"), ("e2", "w2"), ("e3", "w3")):
+        job = fake_stage(tmp_path, name, seconds=1.0)
+        jobs.append(replace(job, stage=replace(job.stage, weights=folders[weights])))
+    status, _ = run(tmp_path, jobs, LocalLauncher(jobs=2))
+    assert set(status.values()) == {"done"}
+    e1, e2, e3 = (times(tmp_path, n) for n in ("e1", "e2", "e3"))
+    assert e2[0] >= e1[1]  # waited for its twin
+    assert e3[0] < e1[1] and e1[0] < e3[1]  # other weights: beside it

@@ -1,8 +1,9 @@
 """``evaluate()``: every model on every benchmark, sampled and greedy, resumable per pair.
 
 k samples per prompt (``eval.k_by_task`` per benchmark) and greedy beside them, scored by the
-training verifiers; a (model, benchmark) pair whose summary exists is not recomputed. New
-tokens are clamped to the model's positions left after the benchmark's longest prompt."""
+training verifiers; a (model, benchmark) pair whose summary exists is not recomputed, and one
+whose weights and settings a finished pair shares copies its records (``rlvr.evaluation.reuse``).
+New tokens are clamped to the model's positions left after the benchmark's longest prompt."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from rlvr.evaluation.results import (
     study_dir,
     write_results,
 )
+from rlvr.evaluation.reuse import copy_twin, find_twin, reuse_key, weights_fingerprint
 from rlvr.models.chat_format import ChatFormat
 from rlvr.rewards.bridge import Scorer
 
@@ -190,6 +192,25 @@ def _free_memory() -> None:
         torch.cuda.empty_cache()
 
 
+def _write_model_info(folder: Path, label: str, path: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    info = {"label": label, **provenance(path)}
+    (folder / MODEL_INFO).write_text(json.dumps(info, indent=2))
+
+
+def _reuse(root: Path, entry: ModelEntry, bench: str, key: str | None) -> bool:
+    """Copy ``bench``'s records from a model with the same weights and settings, if one has
+    them (``rlvr.evaluation.reuse``); whether it did."""
+    twin = find_twin(root, entry.label, bench, key)
+    if twin is None:
+        return False
+    records, summary = copy_twin(twin, entry.label, bench, entry.path)
+    write_results(root / entry.label, bench, records, summary)
+    log.info("%s %s: the weights of %s, evaluated with the same settings: its records reused",
+             entry.label, bench, twin.name)  # fmt: skip
+    return True
+
+
 def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
     """Every model x every benchmark (skipping finished pairs); returns the study folder."""
     e = run.eval
@@ -218,10 +239,15 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
         if not todo:
             log.info("%s: every benchmark already evaluated", entry.label)
             continue
+        fingerprint = weights_fingerprint(entry.path)
+        keys = {t: reuse_key(fingerprint, t, run) for t in todo}
+        if fingerprint is not None:
+            _write_model_info(folder, entry.label, entry.path)
+            todo = [t for t in todo if not _reuse(root, entry, t, keys[t])]
+            if not todo:
+                continue
         backend, path = _open_backend(run, entry)
-        folder.mkdir(parents=True, exist_ok=True)
-        info = {"label": entry.label, **provenance(path)}
-        (folder / MODEL_INFO).write_text(json.dumps(info, indent=2))
+        _write_model_info(folder, entry.label, path)
         for bench in todo:
             if isinstance(backend, TransformersBackend):
                 backend.desc = f"{entry.label}/{bench}"
@@ -241,7 +267,8 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
             )  # fmt: skip
             if decoding.max_new_tokens != e.max_new_tokens:
                 summary["max_new_tokens_requested"] = e.max_new_tokens
-            write_results(folder, bench, records, {**summary, "model_path": path})
+            summary.update(model_path=path, reuse_key=keys[bench])
+            write_results(folder, bench, records, summary)
             log.info(
                 "%s %s: avg@%d %.3f pass@%d %.3f (%d prompts)",
                 entry.label, bench, summary["k"], summary["avg_at_k"], summary["k"], summary["pass_at_k"],

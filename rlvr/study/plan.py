@@ -43,6 +43,9 @@ class Stage:
     # (sharing the cores with the base model's evaluation would leave one idle after it), and
     # the analyses, which wait for every evaluation.
     exclusive: bool = False
+    # The model folder an evaluation reads: while a stage evaluating equal weights runs, this
+    # one waits and then reuses its records (``rlvr.evaluation.reuse``) instead of sampling.
+    weights: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -369,7 +372,8 @@ def eval_stage(
     deps = (model.stage,) if model.stage else ()
     outputs = tuple(out / f"{b}.json" for b in names)
     name = eval_stage_name(model.label)
-    return Stage(name, "eval", "rlvr.evaluate", overrides, deps, out, outputs)
+    weights = Path(model.path) if Path(model.path).is_absolute() else None  # not "tiny", a Hub id
+    return Stage(name, "eval", "rlvr.evaluate", overrides, deps, out, outputs, weights=weights)
 
 
 def _report_stage(run: RunConfig, root: Path, deps: list[str]) -> Stage:

@@ -138,6 +138,8 @@ def _start_ready(stages, status, running, jobs, launcher: Launcher, manifest: Ma
             return
         if not launcher.submits_ahead and stage.exclusive and running:
             continue
+        if not launcher.submits_ahead and _twin_running(stage, by_name, running):
+            continue
         if missing := _missing_input(stage, by_name, status):
             status[stage.name] = "failed"
             manifest.update(stage.name, status="failed", returncode=None, error=missing)
@@ -151,6 +153,18 @@ def _start_ready(stages, status, running, jobs, launcher: Launcher, manifest: Ma
             stage.name, status="running", start=time.time(), end=None, job_id=job_id,
             slurm_state=None,
         )  # fmt: skip
+
+
+def _twin_running(stage: Stage, by_name: Mapping[str, Stage], running) -> bool:
+    """Whether a running stage evaluates weights equal to this stage's: it then waits, and
+    reuses that one's records when it starts (two evaluations would sample the same)."""
+    from rlvr.evaluation.reuse import weights_fingerprint
+
+    if stage.weights is None:
+        return False
+    mine = weights_fingerprint(stage.weights)
+    others = (by_name[n].weights for n in running if by_name[n].weights is not None)
+    return mine is not None and any(weights_fingerprint(w) == mine for w in others)
 
 
 def _missing_input(stage: Stage, by_name: Mapping[str, Stage], status) -> str | None:

@@ -1,0 +1,100 @@
+"""Results of weights already evaluated, reused: a model bit for bit equal to one evaluated
+with the same settings gets that model's records instead of a second evaluation.
+
+Two folders of a study can hold the same weights (RAM+ reduces to RAM where no tensor has
+weights only one expert changed, as on the embedded model), and sampling is seeded by the
+evaluation settings alone, so evaluating both draws the same samples twice. A folder's
+fingerprint hashes every file that decides what the model generates (weights, config,
+tokenizer, chat template); records of how it was made (``merge.json``, mergekit's config,
+training arguments) are left out. Each summary carries its ``reuse_key`` (fingerprint,
+benchmark, every setting of the run but its name and model list), and an evaluation whose key
+a finished summary in the same study already has copies that summary's records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# how the model was made, not what it does: two merges that came out equal differ only here
+PROVENANCE = frozenset(
+    {"merge.json", "mergekit_config.yml", "training_args.bin", "README.md", "summary.json"}
+)
+CHUNK = 1 << 20
+_known: dict[tuple, str] = {}  # (folder, each file's name, size and mtime) -> fingerprint
+
+
+def weights_fingerprint(path: str | Path) -> str | None:
+    """A hash of the model folder's files that decide its outputs; None for what is not a
+    local folder (a Hub id or ``tiny``: built or fetched, never compared). Remembered while
+    the files' sizes and times stay (the study's driver asks again at every poll)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        return None
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.name not in PROVENANCE)
+    if not files:
+        return None
+    stats = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    if (found := _known.get((str(folder.resolve()), stats))) is not None:
+        return found
+    _known[(str(folder.resolve()), stats)] = fingerprint = _hash(files)
+    return fingerprint
+
+
+def _hash(files: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.name.encode() + b"\0")
+        with file.open("rb") as fh:
+            while block := fh.read(CHUNK):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def reuse_key(fingerprint: str | None, bench: str, run: Any) -> str | None:
+    """What decides one benchmark's records: the weights, the benchmark, and the run's every
+    setting except its name and the models it lists (their labels are all that differ)."""
+    if fingerprint is None:
+        return None
+    settings = dataclasses.asdict(run) if dataclasses.is_dataclass(run) else dict(run)
+    settings.pop("run_name", None)
+    settings["eval"] = {k: v for k, v in settings["eval"].items() if k != "models"}
+    text = json.dumps([fingerprint, bench, settings], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def find_twin(root: Path, label: str, bench: str, key: str | None) -> Path | None:
+    """Another model's folder under ``root`` (``<study>/eval``) whose finished ``bench``
+    summary has ``key``, with its records beside it."""
+    if key is None or not root.is_dir():
+        return None
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name != label):
+        summary = folder / f"{bench}.json"
+        if not (summary.is_file() and (folder / f"{bench}.jsonl").is_file()):
+            continue
+        try:
+            if json.loads(summary.read_text()).get("reuse_key") == key:
+                return folder
+        except (OSError, json.JSONDecodeError):
+            continue  # being written or damaged: not a twin to copy from
+    return None
+
+
+def copy_twin(twin: Path, label: str, bench: str, path: str) -> tuple[list[dict], dict]:
+    """The twin's records and summary for ``bench``, relabelled as ``label``'s (at ``path``)."""
+    records = [
+        {**json.loads(line), "model": label}
+        for line in (twin / f"{bench}.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    summary = json.loads((twin / f"{bench}.json").read_text())
+    summary.update(model=label, model_path=path, reused_from=twin.name, seconds=0.0, sampling_s=0.0)
+    summary.pop("samples_per_s", None)  # nothing was sampled (a profile must not count it twice)
+    return records, summary
