@@ -15,6 +15,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, register_configs, to_config
+from rlvr.runs.memory import keep_freed_memory
 
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
 log = logging.getLogger("rlvr")
@@ -190,6 +191,7 @@ def hydra_entry(
             log.error("config error: %s", err)
             sys.exit(2)
         configure_threads()
+        keep_freed_memory()
         try:
             body(run, Path(HydraConfig.get().runtime.output_dir))
         except Exception as err:
