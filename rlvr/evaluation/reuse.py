@@ -16,11 +16,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import logging
 from pathlib import Path
 from typing import Any
-
-log = logging.getLogger(__name__)
 
 # how the model was made, not what it does: two merges that came out equal differ only here
 PROVENANCE = frozenset(
