@@ -9,8 +9,8 @@ threshold out of reach keeps that memory in the heap for reuse. In the embedded 
 same work and bit for bit the same models as without it) the stages ran 2.6% (SFT) to 8%
 (evaluations) faster: experts 3.8%, the mixed arms 5.1%; a tool-episode batch faulted a
 quarter of the pages (``scripts/bench_memory.py`` pairs single stages: there SFT moved
-within its noise, 8 agent GRPO steps 4.6%). Peak memory is unchanged; what a process freed
-stays mapped until it exits.
+within its noise, 8 agent GRPO steps 4.6%). A process keeps what it freed mapped until it
+exits: its resident memory stays near its peak instead of shrinking between steps.
 ``RLVR_KEEP_FREED_MEMORY=0`` leaves glibc's defaults (the benchmark's baseline).
 """
 
