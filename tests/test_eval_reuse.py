@@ -40,6 +40,9 @@ def test_the_reuse_key_ignores_labels_and_names_but_not_settings(family, tmp_pat
     key = reuse_key(fingerprint, "micro_math", run)
     renamed = replace(run, run_name="other", eval=replace(run.eval, models=[f"b={base}"]))
     assert reuse_key(fingerprint, "micro_math", renamed) == key
+    moved = replace(run, eval=replace(run.eval, out_dir=str(tmp_path / "copied")),
+                    study=replace(run.study, launcher="submitit_local"))  # fmt: skip
+    assert reuse_key(fingerprint, "micro_math", moved) == key  # a copied study, another launcher
     assert reuse_key(fingerprint, "micro_code", run) != key
     assert reuse_key(fingerprint, "micro_math", replace(run, eval=replace(run.eval, k=2))) != key
     assert reuse_key(None, "micro_math", run) is None

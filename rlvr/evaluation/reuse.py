@@ -23,6 +23,8 @@ from typing import Any
 PROVENANCE = frozenset(
     {"merge.json", "mergekit_config.yml", "training_args.bin", "README.md", "summary.json"}
 )
+# the run's name, the study's launcher and schedule, logging: not what an evaluation computes
+RUN_IDENTITY = ("run_name", "resume", "dry_run", "init_from", "study", "logger")
 CHUNK = 1 << 20
 _known: dict[tuple, str] = {}  # (folder, each file's name, size and mtime) -> fingerprint
 
@@ -57,12 +59,14 @@ def _hash(files: list[Path]) -> str:
 
 def reuse_key(fingerprint: str | None, bench: str, run: Any) -> str | None:
     """What decides one benchmark's records: the weights, the benchmark, and the run's every
-    setting except its name and the models it lists (their labels are all that differ)."""
+    setting except who runs it and where (``RUN_IDENTITY``), the models it lists (their labels
+    are all that differ) and the study folder (a study copied elsewhere keeps its twins)."""
     if fingerprint is None:
         return None
     settings = dataclasses.asdict(run) if dataclasses.is_dataclass(run) else dict(run)
-    settings.pop("run_name", None)
-    settings["eval"] = {k: v for k, v in settings["eval"].items() if k != "models"}
+    for name in RUN_IDENTITY:
+        settings.pop(name, None)
+    settings["eval"] = {k: v for k, v in settings["eval"].items() if k not in ("models", "out_dir")}
     text = json.dumps([fingerprint, bench, settings], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
