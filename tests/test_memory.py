@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-import pytest
+import _requirements as required
 
 from rlvr.runs.memory import keep_freed_memory
 
@@ -34,7 +34,7 @@ def probe(keep: bool) -> dict:
     return json.loads(out.stdout.splitlines()[-1])
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc: Linux only")
+@required.needs(sys.platform.startswith("linux"), "glibc's malloc (Linux)")
 def test_freed_tensors_are_reused_instead_of_faulted_in_again():
     default, kept = probe(False), probe(True)
     assert default["applied"] is False and kept["applied"] is True
