@@ -247,7 +247,8 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
             if not todo:
                 continue
         backend, path = _open_backend(run, entry)
-        _write_model_info(folder, entry.label, path)
+        if fingerprint is None:  # a folder's was written above; a Hub id resolves to its cache
+            _write_model_info(folder, entry.label, path)
         for bench in todo:
             if isinstance(backend, TransformersBackend):
                 backend.desc = f"{entry.label}/{bench}"

@@ -23,8 +23,9 @@ from typing import Any
 PROVENANCE = frozenset(
     {"merge.json", "mergekit_config.yml", "training_args.bin", "README.md", "summary.json"}
 )
-# the run's name, the study's launcher and schedule, logging: not what an evaluation computes
-RUN_IDENTITY = ("run_name", "resume", "dry_run", "init_from", "study", "logger")
+# Every setting an evaluation reads (the study hashes its evaluation stages over the same list)
+EVAL_READS = ("model", "domains", "mixture.difficulty", "algo.strip_think", "algo.format_gate",
+              "eval", "sandbox", "paths.data_dir")  # fmt: skip
 CHUNK = 1 << 20
 _known: dict[tuple, str] = {}  # (folder, each file's name, size and mtime) -> fingerprint
 
@@ -39,11 +40,15 @@ def weights_fingerprint(path: str | Path) -> str | None:
     files = sorted(p for p in folder.iterdir() if p.is_file() and p.name not in PROVENANCE)
     if not files:
         return None
-    stats = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files)
-    if (found := _known.get((str(folder.resolve()), stats))) is not None:
-        return found
-    _known[(str(folder.resolve()), stats)] = fingerprint = _hash(files)
-    return fingerprint
+    known = (str(folder.resolve()), tuple((f.name, *_size_and_time(f)) for f in files))
+    if known not in _known:
+        _known[known] = _hash(files)
+    return _known[known]
+
+
+def _size_and_time(file: Path) -> tuple[int, int]:
+    stat = file.stat()
+    return stat.st_size, stat.st_mtime_ns
 
 
 def _hash(files: list[Path]) -> str:
@@ -58,17 +63,22 @@ def _hash(files: list[Path]) -> str:
 
 
 def reuse_key(fingerprint: str | None, bench: str, run: Any) -> str | None:
-    """What decides one benchmark's records: the weights, the benchmark, and the run's every
-    setting except who runs it and where (``RUN_IDENTITY``), the models it lists (their labels
-    are all that differ) and the study folder (a study copied elsewhere keeps its twins)."""
+    """What decides one benchmark's records: the weights, the benchmark, and every setting an
+    evaluation reads (``EVAL_READS``) but the models it lists (their labels are all that
+    differ) and the study folder (a study copied elsewhere keeps its twins)."""
     if fingerprint is None:
         return None
-    settings = dataclasses.asdict(run) if dataclasses.is_dataclass(run) else dict(run)
-    for name in RUN_IDENTITY:
-        settings.pop(name, None)
+    plain = dataclasses.asdict(run) if dataclasses.is_dataclass(run) else dict(run)
+    settings = {dotted: _setting(plain, dotted) for dotted in EVAL_READS}
     settings["eval"] = {k: v for k, v in settings["eval"].items() if k not in ("models", "out_dir")}
     text = json.dumps([fingerprint, bench, settings], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _setting(plain: dict, dotted: str) -> Any:
+    for key in dotted.split("."):
+        plain = plain.get(key) if isinstance(plain, dict) else None
+    return plain
 
 
 def find_twin(root: Path, label: str, bench: str, key: str | None) -> Path | None:

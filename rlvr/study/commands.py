@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from omegaconf import DictConfig, OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, validate
+from rlvr.evaluation.reuse import EVAL_READS
 from rlvr.study.plan import GRPO_KINDS, Stage
 
 # The config each kind of stage reads: a changed GRPO learning rate reruns the GRPO stages and
@@ -31,8 +32,7 @@ HASHED: dict[str, tuple[str, ...]] = {
     "expert": ("model", "domains", "mixture", "algo", "trainer", "peft", "sandbox",
                "paths.data_dir", "init_from"),
     "merge": ("merge", "model.dtype"),
-    "eval": ("model", "domains", "mixture.difficulty", "algo.strip_think", "algo.format_gate",
-             "eval", "sandbox", "paths.data_dir"),
+    "eval": EVAL_READS,
     "report": ("report",),
     "filter": ("model", "domains", "mixture", "algo.strip_think", "algo.format_gate",
                "algo.max_completion_length", "trainer.seed", "trainer.max_infra_error_rate",
