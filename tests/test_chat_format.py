@@ -124,7 +124,8 @@ def test_thinking_option_changes_the_qwen3_prompt_everywhere(qwen3_dir, tmp_path
 
 def test_stops_are_the_generation_configs_end_tokens_and_the_tokenizers(qwen3_dir):
     """Qwen3-Base names <|endoftext|> as its end token while chat turns end at <|im_end|>:
-    evaluation stops at both, as TRL does, the tokenizer's first where the config lacks it."""
+    evaluation stops at both, as TRL does, the tokenizer's first where the config lacks it,
+    and at the template's turn end where neither names it."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
     tokenizer = AutoTokenizer.from_pretrained(qwen3_dir)
@@ -133,6 +134,8 @@ def test_stops_are_the_generation_configs_end_tokens_and_the_tokenizers(qwen3_di
     assert stop_token_ids(tokenizer, model.generation_config) == (im_end, eot)
     tokenizer.eos_token = "<|endoftext|>"
     assert stop_token_ids(tokenizer, GenerationConfig(eos_token_id=im_end)) == (eot, im_end)
+    assert stop_token_ids(tokenizer, None) == (eot, im_end)
+    tokenizer.chat_template = None  # no template names a turn end
     assert stop_token_ids(tokenizer, None) == (eot,)
     tokenizer.eos_token = None
     with pytest.raises(ValueError, match="end token"):

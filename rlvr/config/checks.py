@@ -22,6 +22,12 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "algo.loss_type": ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo"),
     "algo.scale_rewards": ("group", "batch", "none"),
     "algo.importance_sampling_level": ("token", "sequence"),
+    "algo.vllm_importance_sampling_mode": (
+        "token_truncate",
+        "token_mask",
+        "sequence_truncate",
+        "sequence_mask",
+    ),
     "mixture.mode": ("natural", "weighted", "adaptive"),
     "mixture.adaptive.signal": ("abs_advantage", "active_groups"),
     "mixture.schedule.kind": ("none", "piecewise", "linear"),
@@ -30,6 +36,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "trainer.vllm_mode": ("colocate", "server"),
     "eval.backend": ("transformers", "vllm"),
     "model.dtype": ("float32", "bfloat16", "float16", "auto"),
+    "trainer.save_dtype": ("auto", "float32", "bfloat16", "float16"),
+    "merge.dtype": ("float32", "bfloat16", "float16"),
+    "merge.out_dtype": ("auto", "float32", "bfloat16", "float16"),
     "sandbox.backend": ("auto", "nsjail", "bwrap", "unshare", "rlimit"),
     "study.launcher": ("local", "submitit_local", "slurm"),
     "distill.teacher_device": ("train", "server"),
@@ -83,6 +92,7 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
             )
     _check_positive(run)
     check_micro_batch(run.trainer.micro_batch)
+    check_sft_schedule(run)
     mixture_schedule(run)
     mixture_adaptive(run)
     check_async_generation(run)
@@ -107,6 +117,7 @@ def _check_positive(run: RunConfig) -> None:
         "algo.learning_rate": run.algo.learning_rate > 0,
         "algo.max_completion_length": run.algo.max_completion_length > 0,
         "algo.temperature": run.algo.temperature > 0,
+        "algo.vllm_importance_sampling_clip_max": run.algo.vllm_importance_sampling_clip_max > 0,
         "trainer.max_steps": run.trainer.max_steps >= 0,
         "trainer.max_infra_error_rate": 0 <= run.trainer.max_infra_error_rate <= 1,
         "eval.k": run.eval.k >= 1,
@@ -114,6 +125,7 @@ def _check_positive(run: RunConfig) -> None:
         "eval.top_p": 0 < run.eval.top_p <= 1,
         "eval.max_new_tokens": run.eval.max_new_tokens >= 1,
         "eval.in_run_token_budget": run.eval.in_run_token_budget >= 1,
+        "eval.shard_prompts": run.eval.shard_prompts >= 0,  # 0: one shard
         "mixture.heldout_size": run.mixture.heldout_size >= 0,
     }
     for key, ok in checks.items():
@@ -139,6 +151,26 @@ def _check_positive(run: RunConfig) -> None:
             raise ConfigError(
                 f"mixture=weighted needs non-negative weights with a positive sum: {bad}"
             )
+
+
+def check_sft_schedule(run: RunConfig) -> None:
+    """The SFT warmup and cosine floor: one way to give each, and a floor only where the
+    schedule reads it."""
+    s = run.sft
+    if not 0 <= s.warmup_ratio < 1:
+        raise ConfigError(f"sft.warmup_ratio={s.warmup_ratio}: give a share of steps in [0, 1)")
+    if s.warmup_ratio and s.warmup_steps:
+        raise ConfigError(
+            f"sft.warmup_ratio={s.warmup_ratio} and sft.warmup_steps={s.warmup_steps}: set one "
+            "of them (the other to 0)"
+        )
+    floor = s.min_learning_rate is not None
+    if floor != (s.lr_scheduler_type == "cosine_with_min_lr"):
+        raise ConfigError(
+            f"sft.lr_scheduler_type={s.lr_scheduler_type} with sft.min_learning_rate="
+            f"{s.min_learning_rate}: a floor goes with lr_scheduler_type=cosine_with_min_lr "
+            "and that schedule needs one"
+        )
 
 
 def mixture_adaptive(run: RunConfig):

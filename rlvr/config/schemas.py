@@ -102,6 +102,11 @@ class AlgoConfig:
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
     vllm_importance_sampling_correction: bool = True
+    # TRL's correction of the vLLM/trainer mismatch: token_truncate | token_mask |
+    # sequence_truncate | sequence_mask, ratios capped (truncate) or masked above the clip
+    # (TRL's defaults; M2RL: token_truncate at C = 2)
+    vllm_importance_sampling_mode: str = "sequence_mask"
+    vllm_importance_sampling_clip_max: float = 3.0
     strip_think: bool = True
     format_gate: bool = False  # M2RL: no </think> -> score 0
     parallel_reward: ParallelRewardConfig = field(default_factory=ParallelRewardConfig)
@@ -116,7 +121,12 @@ class SFTConfig:
     learning_rate: float = 2e-3
     lr_scheduler_type: str = "cosine"
     warmup_steps: int = 20
-    batch_size: int = 32
+    warmup_ratio: float = 0.0  # a share of max_steps instead of warmup_steps (not both)
+    # the floor of lr_scheduler_type=cosine_with_min_lr (transformers' min_lr)
+    min_learning_rate: float | None = None
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    batch_size: int = 32  # rows per device per optimizer step (global: x processes)
     examples_per_domain: int = 4000
     # per-domain counts over examples_per_domain: a domain the model learns fast (code) gets
     # fewer demonstrations, so the SFT model leaves RL room there too
@@ -154,7 +164,9 @@ class DistillConfig:
     learning_rate: float = 1e-6
     lr_scheduler_type: str = "constant"
     warmup_steps: int = 0
-    weight_decay: float = 0.0
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999  # M2RL: 0.98
+    weight_decay: float = 0.0  # M2RL: 0.1
     max_grad_norm: float = 1.0
     prompts_per_step: int = 4
     samples_per_prompt: int = 4
@@ -229,6 +241,9 @@ class TrainerConfig:
     plan_decode_mfu: float = 0.05
     plan_prompt_tokens: int = 1024  # prompt length the plan assumes (prompts vary; say yours)
     micro_batch: int | str | None = None
+    # Final models' dtype (rlvr.training.saving): auto = the dtype training ran in (bf16 under
+    # trainer.bf16, else as model.dtype loaded it); float32 | bfloat16 | float16 force one.
+    save_dtype: str = "auto"
 
 
 @dataclass
@@ -260,6 +275,14 @@ class EvalConfig:
     seed: int = 0
     workers: int = 0  # verifier workers (0: one per core, capped)
     timeout_s: float = 10.0  # per-verification hard time limit
+    # The </think> format gate at evaluation: None applies algo.format_gate (the gate the
+    # models were trained under); false for a model never trained to think, as a base model
+    # (the study sets it for its base row). Each summary records the gate it was graded with.
+    format_gate: bool | None = None
+    # Prompts per shard: each shard's records are written as it finishes, and a rerun skips
+    # the shards written (a time-out loses one shard). 0: the benchmark is one shard. A
+    # shard's samples are seeded by eval.seed + its first prompt's index.
+    shard_prompts: int = 256
     # Held-out evaluation inside rlvr.train / rlvr.sft (before and after). A study turns it
     # off: there every model is evaluated once, by rlvr.evaluate, in its evaluation stage.
     in_run: bool = True
@@ -275,7 +298,8 @@ class MergeConfig:
     base: str | None = None
     models: list[str] = field(default_factory=list)
     seed: int = 0
-    dtype: str = "float32"
+    dtype: str = "float32"  # mergekit computes in it
+    out_dtype: str = "auto"  # the merged weights' dtype; auto: the inputs' (float32 if mixed)
     name: str | None = None  # output label; None: the preset/method name
     out_dir: str | None = None  # None: <paths.output_root>/<experiment>/merges/<name>
 
@@ -344,6 +368,11 @@ class StudyConfig:
     force: bool = False  # accept a folder that holds a different plan's outputs
     cancel: bool = False  # scancel the SLURM jobs the study folder's study.json lists, and stop
     poll_s: float = 1.0  # how often the launcher checks its stages
+    # A paper's recipe (CSV: stage, setting, paper_value, source, note) under paths.data_dir:
+    # the dry run prints each setting beside this study's (rlvr.study.fidelity)
+    recipe: str | None = None
+    # "<stage>.<setting>" of the recipe -> why this study differs there
+    deviations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -8,9 +8,13 @@ trained: the same chat template options (``model.chat_template_kwargs``, e.g.
 
 from __future__ import annotations
 
+import logging
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -59,8 +63,10 @@ class ChatFormat:
 
 
 def stop_token_ids(tokenizer: Any, generation_config: Any = None) -> tuple[int, ...]:
-    """The ids generation ends at, as TRL's GRPO trainer computes them: the generation
-    config's end tokens, with the tokenizer's end token first when they lack it."""
+    """The ids generation ends at: TRL's GRPO trainer's (the generation config's end tokens,
+    with the tokenizer's end token first when they lack it), then the token the chat template
+    ends an assistant turn with where it is neither (a base model's tokenizer ends at
+    ``<|endoftext|>`` while its ChatML turns end at ``<|im_end|>``)."""
     declared = getattr(generation_config, "eos_token_id", None)
     if declared is None:
         ids: list[int] = []
@@ -71,6 +77,9 @@ def stop_token_ids(tokenizer: Any, generation_config: Any = None) -> tuple[int, 
     eos = tokenizer.eos_token_id
     if eos is not None and eos not in ids:
         ids = [eos, *ids]
+    turn_end = turn_end_token_id(tokenizer)
+    if turn_end is not None and turn_end not in ids:
+        ids.append(turn_end)
     if not ids:
         raise ValueError(
             "the tokenizer has no end token and the generation config names none; "
@@ -81,3 +90,40 @@ def stop_token_ids(tokenizer: Any, generation_config: Any = None) -> tuple[int, 
 
 def pad_token_id(tokenizer: Any, stops: Sequence[int]) -> int:
     return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
+
+
+# A conversation whose assistant turn the template closes; the probe text is what precedes it.
+_PROBE = "Turn end probe 7."
+_TURN_ENDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def turn_end_token_id(tokenizer: Any) -> int | None:
+    """The special token the chat template closes an assistant turn with, read from a rendered
+    conversation (None: no template, or the turn ends in plain text). Cached per tokenizer and
+    template."""
+    template = getattr(tokenizer, "chat_template", None)
+    if not template:
+        return None
+    key = (str(template), len(tokenizer))
+    cached = _TURN_ENDS.get(tokenizer)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    found = _read_turn_end(tokenizer)
+    _TURN_ENDS[tokenizer] = (key, found)
+    return found
+
+
+def _read_turn_end(tokenizer: Any) -> int | None:
+    chat = [{"role": "user", "content": "Hi."}, {"role": "assistant", "content": _PROBE}]
+    try:
+        text = tokenizer.apply_chat_template(chat, tokenize=False)
+    except Exception as exc:  # a template that cannot render this chat names no turn end
+        log.debug("no turn end read from the chat template: %s", exc)
+        return None
+    at = text.rfind(_PROBE)
+    if at < 0:
+        return None
+    rest = text[at + len(_PROBE) :]
+    specials = {t.content: i for i, t in tokenizer.added_tokens_decoder.items() if t.special}
+    matches = [content for content in specials if content and rest.startswith(content)]
+    return specials[max(matches, key=len)] if matches else None

@@ -15,6 +15,7 @@ from rlvr.data.adaptive import load_mixture_state, save_mixture_state
 from rlvr.lean_forward.zero_advantage import rows_with_gradient, skippable
 from rlvr.rewards.bridge import bridge_scores
 from rlvr.rollouts import unsupported as sampler_unsupported
+from rlvr.rollouts.stops import stop_at_turn_end
 from rlvr.runs.folders import DataIdLog
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self.mixture_sampler = None
         self.generation_seconds = 0.0
         super().__init__(*args, **kwargs)
+        stop_at_turn_end(self)  # before the samplers below copy the stops
         self.data_id_log = DataIdLog(Path(self.args.output_dir) / "data_ids.jsonl")
         self.lookahead = self._build_lookahead() if async_generation else None
         self._ahead: list = []  # dataloader batches taken early from ``_ahead_source``

@@ -6,13 +6,16 @@ import logging
 import time
 from pathlib import Path
 
-from rlvr.config import RunConfig
+from rlvr.config import ConfigError, RunConfig
+from rlvr.models.chat_format import turn_end_token_id
+from rlvr.models.generation_marks import marked_template
 
 log = logging.getLogger(__name__)
 
 
 def sft_dataset(run: RunConfig):
-    """Prompt-completion chat examples: micro-suite demonstrations or Hub chat datasets."""
+    """Chat examples: micro-suite demonstrations (prompt/completion) or Hub chat datasets
+    (``messages``, e.g. allenai/tulu-3-sft-mixture)."""
     from datasets import Dataset, concatenate_datasets, load_dataset
 
     from rlvr.data.rows import sft_examples
@@ -34,8 +37,41 @@ def with_template_options(data, template_kwargs: dict):
     return data.map(lambda _: {"chat_template_kwargs": template_kwargs})
 
 
+def loss_options(data) -> dict:
+    """TRL's loss mask for the data's shape: the assistant turns of ``messages`` chats, the
+    completion of prompt/completion examples (TRL applies each only to its own shape)."""
+    columns = set(data.column_names)
+    if "messages" in columns:
+        return {"assistant_only_loss": True, "completion_only_loss": False}
+    if {"prompt", "completion"} <= columns:
+        return {"completion_only_loss": True}
+    raise ConfigError(
+        f"SFT data has columns {sorted(columns)}: give sft.datasets chat data with a "
+        "'messages' column, or prompt/completion data with 'prompt' and 'completion' columns"
+    )
+
+
+def turn_end_stop(tokenizer) -> str | None:
+    """The token ending the template's assistant turns, where it is not the tokenizer's end
+    token (None: they agree, or the template names none)."""
+    turn_end = turn_end_token_id(tokenizer)
+    if turn_end is None or turn_end == tokenizer.eos_token_id:
+        return None
+    return tokenizer.convert_ids_to_tokens(turn_end)
+
+
+def _scheduler_kwargs(run: RunConfig) -> dict | None:
+    """The cosine schedule's floor (``cosine_with_min_lr``); None for the other schedules."""
+    floor = run.sft.min_learning_rate
+    return {"min_lr": floor} if floor is not None else None
+
+
 def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float]:
-    """Fine-tune on demonstrations (loss on completion tokens only); returns (folder, seconds).
+    """Fine-tune on demonstrations; returns (folder, seconds). The loss covers what the model
+    generates: the completion of prompt/completion examples, the assistant turns (their end
+    token included) of ``messages`` conversations, through the model's own chat template
+    marked for it (``rlvr.models.generation_marks``). Where the template ends assistant turns
+    with a token other than the tokenizer's end token, the saved model stops there.
 
     Checkpoints go to ``<out_dir>/checkpoints``; with ``resume=true`` (or a SLURM requeue)
     the newest complete one is continued from."""
@@ -62,6 +98,10 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
     start = time.perf_counter()
     tokenizer = load_tokenizer(model_path, run.model)
     tokenizer.padding_side = "right"
+    data = sft_dataset(run)
+    template = tokenizer.chat_template
+    if "messages" in data.column_names:  # TRL masks by the template's generation marks
+        tokenizer.chat_template = marked_template(tokenizer, run.model.chat_template_kwargs)
     s = run.sft
     micro, accumulation = micro_batches(run, "sft")
     args = SFTConfig(
@@ -74,10 +114,14 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         gradient_accumulation_steps=accumulation,
         learning_rate=s.learning_rate,
         lr_scheduler_type=s.lr_scheduler_type,
-        warmup_steps=s.warmup_steps,
+        lr_scheduler_kwargs=_scheduler_kwargs(run),
+        warmup_steps=s.warmup_ratio or s.warmup_steps,  # below 1: transformers' share of steps
+        adam_beta1=s.adam_beta1,
+        adam_beta2=s.adam_beta2,
         weight_decay=s.weight_decay,
         max_length=s.max_length,
-        completion_only_loss=True,
+        **loss_options(data),
+        eos_token=turn_end_stop(tokenizer),  # saved into the tokenizer and generation config
         logging_steps=max(s.max_steps // 20, 1),
         save_strategy="steps" if s.save_steps > 0 else "no",
         save_steps=max(s.save_steps, 1),
@@ -95,12 +139,13 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         trim_padding=s.trim_padding,
         model=model_path,
         args=args,
-        train_dataset=sft_dataset(run),
+        train_dataset=data,
         processing_class=tokenizer,
         callbacks=[progress],
     )
+    tokenizer.chat_template = template  # tokenized: saved folders keep the model's own text
     train_from(trainer, resume_checkpoint(run, out_dir))
-    save_full_model(trainer, final, lora=False)
+    save_full_model(trainer, final, lora=False, dtype=run.trainer.save_dtype)
     if is_main_process():
         tokenizer.padding_side = "left"
         tokenizer.save_pretrained(str(final))
