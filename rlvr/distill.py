@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,19 @@ from rlvr.config import RunConfig
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Counters:
+    """What a distillation run counts beside TRL: verifier errors, reward time, its start."""
+
+    budget: Any  # rlvr.rewards.bridge.ErrorBudget
+    timer: Any  # rlvr.rewards.bridge.StepTimer
+    started: float
+
+
 def distill(run: RunConfig, run_dir: Path) -> dict:
     """The whole stage as a recipe; returns the summary written to ``summary.json``."""
     from rlvr.distillation.teachers import check_tokenizers, load_teachers
-    from rlvr.runs.folders import configure_tracking, local_device, prepare_run_dir
+    from rlvr.runs.folders import configure_tracking, prepare_run_dir
     from rlvr.training import stages
 
     started = time.perf_counter()
@@ -29,12 +39,13 @@ def distill(run: RunConfig, run_dir: Path) -> dict:
     check_tokenizers(run, student_path)  # tokenizers only: before any model loads
     data = stages.domain_data(run)
     scorer = stages.make_scorer(run)
-    teachers = load_teachers(run, local_device())
+    teachers = load_teachers(run)  # loaded by the trainer: sharded as they load under FSDP2
 
     evaluate = stages.heldout_eval if run.eval.in_run else stages.no_eval
     evals = {"start": evaluate(run, student_path, data, scorer)}
+    trainer, counters = distillation_trainer(run, student_path, teachers, data, scorer, run_dir)
     kl = {"start": teacher_kl(run, student_path, teachers, data)}
-    final_path, facts = distill_student(run, student_path, teachers, data, scorer, run_dir)
+    final_path, facts = train_student(trainer, counters, run, run_dir)
     evals["distilled"] = evaluate(run, final_path, data, scorer)
     kl["distilled"] = teacher_kl(run, final_path, teachers, data)
 
@@ -43,6 +54,10 @@ def distill(run: RunConfig, run_dir: Path) -> dict:
         "distill": {
             "teachers": {name: d.teachers.get(name) for name in sorted(run.domains)},
             "teacher_device": d.teacher_device,
+            # parameter elements of each teacher on this rank ("here") and in all ("total")
+            "teacher_elements": {
+                name: dict(getattr(t, "elements", {})) for name, t in sorted(teachers.items())
+            },
             "objective": d.objective,
             "heldout_kl": kl,
         }
@@ -54,46 +69,53 @@ def distill(run: RunConfig, run_dir: Path) -> dict:
 
 
 def teacher_kl(run: RunConfig, model_path: str, teachers: dict, data: dict) -> dict[str, Any]:
-    """Held-out per-token KL(student || own teacher) per domain (rank 0, local teachers)."""
-    from rlvr.distillation.teachers import heldout_kl
+    """Held-out per-token KL(student || own teacher) per domain, on every rank: each scores
+    every world-th held-out row with its own copy of the student, the sums are added over
+    the ranks, and every rank returns the same numbers. Sharded teachers run in lockstep
+    (``rlvr.distillation.heldout``). Nothing with teacher servers (no full distribution)."""
+    from rlvr.distillation.heldout import add_sums, batches_per_rank, kl_means, kl_sums
     from rlvr.models.chat_format import ChatFormat
     from rlvr.models.loading import load_model, load_tokenizer
-    from rlvr.runs.folders import barrier, is_main_process, local_device
+    from rlvr.runs.folders import all_gather, local_device, rank_and_world
 
     rows = [r for dd in data.values() for r in dd.heldout]
-    local = all(getattr(t, "model", None) is not None for t in teachers.values())
-    out: dict[str, Any] = {}
-    if run.eval.in_run and rows and local and is_main_process():
-        model = load_model(model_path, run.model).to(local_device())
-        out = heldout_kl(
-            model,
-            {name: t.model for name, t in teachers.items()},
-            load_tokenizer(model_path, run.model),
-            rows,
-            samples=run.eval.k,
-            max_new_tokens=run.eval.max_new_tokens,
-            temperature=run.distill.temperature,
-            seed=run.eval.seed,
-            batch_size=run.eval.batch_size,
-            chat=ChatFormat.of(run.model),
-        )
-        del model
-    barrier()
-    return out
+    models = {name: getattr(t, "model", None) for name, t in teachers.items()}
+    if not (run.eval.in_run and rows) or any(m is None for m in models.values()):
+        return {}
+    e = run.eval
+    rank, world = rank_and_world()
+    sharded = any(getattr(t, "sharded", False) for t in teachers.values())
+    lockstep = (batches_per_rank(len(rows), world, e.batch_size, e.k), rows[0])
+    student = load_model(model_path, run.model).to(local_device())
+    sums = kl_sums(
+        student,
+        models,
+        load_tokenizer(model_path, run.model),
+        rows[rank::world],
+        samples=e.k,
+        max_new_tokens=e.max_new_tokens,
+        temperature=run.distill.temperature,
+        seed=e.seed + rank,
+        batch_size=e.batch_size,
+        chat=ChatFormat.of(run.model),
+        lockstep=lockstep if sharded else None,
+    )
+    del student
+    return kl_means(add_sums(all_gather([sums])))
 
 
-def distill_student(
+def distillation_trainer(
     run: RunConfig, start_path: str, teachers: dict, data: dict, scorer, run_dir: Path
-) -> tuple[str, dict[str, Any]]:
-    """TRL's distillation loop from ``start_path`` with routed teachers; (final folder, facts)."""
+) -> tuple[Any, Counters]:
+    """TRL's distillation trainer from ``start_path`` with routed teachers (local ones loaded
+    and prepared here); (trainer, its counters for ``train_student``)."""
     from datasets import Dataset
 
     from rlvr.distillation.trainer import RoutedDistillationTrainer, build_distill_config
     from rlvr.models.loading import load_tokenizer
     from rlvr.rewards.bridge import ErrorBudget, StepTimer, build_reward_functions
     from rlvr.runs.folders import MetricsFileCallback
-    from rlvr.training.checkpoints import resume_checkpoint, train_from
-    from rlvr.training.stages import _peft_config, _sampler_factory, _save_final
+    from rlvr.training.stages import _peft_config, _sampler_factory
 
     started = time.perf_counter()
     budget = ErrorBudget(run.trainer.max_infra_error_rate, run.trainer.infra_error_min_samples)
@@ -117,6 +139,17 @@ def distill_student(
         ),
     )
     trainer_ref["trainer"] = trainer
+    return trainer, Counters(budget, timer, started)
+
+
+def train_student(
+    trainer: Any, counters: Counters, run: RunConfig, run_dir: Path
+) -> tuple[str, dict[str, Any]]:
+    """Train (resuming where a checkpoint is), save ``final/``; (final folder, facts)."""
+    from rlvr.training.checkpoints import resume_checkpoint, train_from
+    from rlvr.training.stages import _save_final
+
+    budget, timer, started = counters.budget, counters.timer, counters.started
     train_from(trainer, resume_checkpoint(run, run_dir))
     final = run_dir / "final"
     _save_final(trainer, final, run)
@@ -130,6 +163,14 @@ def distill_student(
         "verifications": dict(budget.seen),
     }
     return str(final), facts
+
+
+def distill_student(
+    run: RunConfig, start_path: str, teachers: dict, data: dict, scorer, run_dir: Path
+) -> tuple[str, dict[str, Any]]:
+    """TRL's distillation loop from ``start_path`` with routed teachers; (final folder, facts)."""
+    trainer, counters = distillation_trainer(run, start_path, teachers, data, scorer, run_dir)
+    return train_student(trainer, counters, run, run_dir)
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ For each evaluated model M (the SFT model aside) and each benchmark of the study
 ``analyze.kl.samples`` completions for the first ``analyze.kl.prompts`` held-out prompts (the
 evaluation's rows); both M and SFT score every completion token, and the KL(M || SFT) of the
 two next-token distributions there (exact over the vocabulary, at the sampling temperature)
-is averaged over all completion tokens (``rlvr.distillation.teachers.heldout_kl``). A model
+is averaged over all completion tokens (``rlvr.distillation.heldout.heldout_kl``). A model
 identical to SFT gives exactly 0. The score change is M's minus SFT's on the same benchmarks
 (``report.metric``, points), from the evaluations.
 """
@@ -36,7 +36,7 @@ def load(path: str, run: RunConfig):
 
 def model_kl(model, sft, tokenizer, rows_by_domain: dict[str, list[dict]], run: RunConfig) -> dict:
     """``{domain: {"kl", "tokens", "prompts"}}`` of KL(model || sft) per completion token."""
-    from rlvr.distillation.teachers import heldout_kl
+    from rlvr.distillation.heldout import heldout_kl
     from rlvr.models.chat_format import ChatFormat
 
     k = run.analyze.kl

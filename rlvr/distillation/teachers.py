@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import torch
 
-from rlvr.config import ConfigError, RunConfig
+from rlvr.config import ConfigError, ModelConfig, RunConfig
 
 log = logging.getLogger(__name__)
 
@@ -79,26 +79,72 @@ def completion_token_logprobs(
 
 
 class LocalTeacher:
-    """A teacher model in this process: eval mode, frozen, on the training device; under FSDP
-    sharded over the ranks like the student (so every rank runs every teacher's forward)."""
+    """A teacher model in this process: eval mode, frozen, on the training device. Under FSDP2
+    it is sharded over the ranks like the student, as it loads (``rlvr.distillation.sharding``),
+    so every rank runs every teacher's forward; otherwise each device holds it whole."""
 
-    def __init__(self, model: Any, name: str = "", temperature: float | None = None) -> None:
-        self.model = model.eval().requires_grad_(False)
-        if temperature is not None:
-            fuse_lm_head(self.model, temperature)
-        self.name = name
+    def __init__(
+        self,
+        model: Any = None,
+        name: str = "",
+        temperature: float | None = None,
+        *,
+        path: str = "",
+        model_config: ModelConfig | None = None,
+    ) -> None:
+        self.name, self.temperature = name or path, temperature
+        self.path, self.model_config = path, model_config
+        self.model = None if model is None else self._frozen(model)
         self.sharded = False
+        self.elements: dict[str, int] = {}  # parameter elements on this rank, and in all
+
+    @classmethod
+    def from_folder(
+        cls, path: str, model_config: ModelConfig, temperature: float | None = None
+    ) -> LocalTeacher:
+        """A teacher that loads in ``prepare``, when the trainer knows how to shard it."""
+        return cls(None, path, temperature, path=path, model_config=model_config)
+
+    def _frozen(self, model: Any) -> Any:
+        model.eval().requires_grad_(False)
+        if self.temperature is not None:
+            fuse_lm_head(model, self.temperature)
+        return model
 
     def prepare(self, accelerator: Any) -> None:
-        if getattr(accelerator, "is_fsdp2", False):
-            from trl.models import prepare_fsdp
+        from rlvr.distillation.sharding import held_elements
 
-            self.model, self.sharded = prepare_fsdp(self.model, accelerator), True
-            log.info(
-                "teacher %s sharded over %d ranks (FSDP2)", self.name, accelerator.num_processes
-            )
+        if getattr(accelerator, "is_fsdp2", False):
+            self._shard(accelerator)
         else:
-            self.model = accelerator.prepare_model(self.model, evaluation_mode=True)
+            model = self.model if self.model is not None else self._load()
+            model = model.to(accelerator.device)
+            self.model = accelerator.prepare_model(model, evaluation_mode=True)
+        self.elements = held_elements(self.model)
+
+    def _load(self) -> Any:
+        from rlvr.models.loading import load_model
+
+        return self._frozen(load_model(self.path, self.model_config))
+
+    def _shard(self, accelerator: Any) -> None:
+        """Loaded sharded (a teacher given by folder), or an already loaded model sharded."""
+        from rlvr.distillation.sharding import held_elements, load_sharded, shard_frozen
+
+        if self.model is None:
+            model = load_sharded(self.path, self.model_config, accelerator, self._frozen)
+            self.model = model.requires_grad_(False)
+        elif not self.sharded:
+            shard_frozen(self.model, accelerator)
+        self.sharded = True
+        counts = held_elements(self.model)
+        log.info(
+            "teacher %s sharded over %d ranks (FSDP2): %d of its %d parameter elements here",
+            self.name,
+            accelerator.num_processes,
+            counts["here"],
+            counts["total"],
+        )
 
     @torch.no_grad()
     def token_logprobs(self, batch: Mapping[str, torch.Tensor], temperature: float) -> torch.Tensor:
@@ -160,10 +206,9 @@ def check_tokenizers(run: RunConfig, student_path: str) -> None:
             )
 
 
-def load_teachers(run: RunConfig, device: Any) -> dict[str, Teacher]:
-    """One teacher per selected domain; domains naming the same folder share one model."""
-    from rlvr.models.loading import load_model
-
+def load_teachers(run: RunConfig) -> dict[str, Teacher]:
+    """One teacher per selected domain; domains naming the same folder share one model. Local
+    teachers load when the trainer prepares them (sharded as they load under FSDP2)."""
     d = run.distill
     if d.teacher_device == "server":
         return {name: ServerTeacher(d.teacher_servers[name]) for name in sorted(run.domains)}
@@ -172,88 +217,7 @@ def load_teachers(run: RunConfig, device: Any) -> dict[str, Teacher]:
     for name in sorted(run.domains):
         path = d.teachers[name]
         if path not in loaded:
-            model = load_model(path, run.model).to(device)
-            loaded[path] = LocalTeacher(model, path, temperature=d.temperature)
+            loaded[path] = LocalTeacher.from_folder(path, run.model, temperature=d.temperature)
         teachers[name] = loaded[path]
     log.info("teachers: %s", {name: d.teachers[name] for name in teachers})
     return teachers
-
-
-def _completion_mask(completion_ids: torch.Tensor, eos_ids: set[int]) -> torch.Tensor:
-    """1 up to and including each row's first end token, 0 after it."""
-    is_end = torch.zeros_like(completion_ids, dtype=torch.bool)
-    for eos in eos_ids:
-        is_end |= completion_ids == eos
-    ended_before = (is_end.cumsum(dim=1) - is_end.long()) > 0
-    return (~ended_before).long()
-
-
-@torch.no_grad()
-def heldout_kl(
-    student: Any,
-    teachers: Mapping[str, Any],
-    tokenizer: Any,
-    rows: list[dict],
-    *,
-    samples: int = 4,
-    max_new_tokens: int = 64,
-    temperature: float = 1.0,
-    seed: int = 0,
-    batch_size: int = 64,
-    chat: Any = None,
-) -> dict[str, dict[str, float]]:
-    """Per domain, the exact per-token KL(student || teacher of the domain) over the full
-    next-token distribution, averaged over completions the student samples for ``rows``.
-
-    ``teachers`` maps domains to models (local teachers only: a server returns no full
-    distribution). Returns ``{domain: {"kl", "tokens", "prompts"}}``. Prompts render with
-    ``chat`` (a ``ChatFormat``: the training run's template options).
-    """
-    from rlvr.models.chat_format import ChatFormat, stop_token_ids
-
-    chat = chat or ChatFormat()
-    eos = set(stop_token_ids(tokenizer, student.generation_config))
-    totals: dict[str, list[float]] = {}
-    torch.manual_seed(seed)
-    device = next(student.parameters()).device
-    student.eval()
-    per_batch = max(1, batch_size // samples)
-    for start in range(0, len(rows), per_batch):
-        part = rows[start : start + per_batch]
-        enc = tokenizer(
-            chat.texts(tokenizer, [r["prompt"] for r in part]),
-            return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False,
-        ).to(device)  # fmt: skip
-        out = student.generate(
-            **enc, do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
-            num_return_sequences=samples, max_new_tokens=max_new_tokens,
-            pad_token_id=tokenizer.pad_token_id, eos_token_id=sorted(eos),
-        )  # fmt: skip
-        width = enc["input_ids"].shape[1]
-        completion = out[:, width:]
-        batch = {
-            "prompt_ids": enc["input_ids"].repeat_interleave(samples, dim=0),
-            "prompt_mask": enc["attention_mask"].repeat_interleave(samples, dim=0),
-            "completion_ids": completion,
-            "completion_mask": _completion_mask(completion, eos),
-        }
-        _, s_logits = completion_logprobs(student, batch, temperature, keep_kwarg=False)
-        s_logp = torch.log_softmax(s_logits.float(), dim=-1)
-        for domain in dict.fromkeys(r["domain"] for r in part):
-            index = torch.tensor(
-                [j * samples + s for j, r in enumerate(part) if r["domain"] == domain
-                 for s in range(samples)], device=device,
-            )  # fmt: skip
-            sub = {k: v[index] for k, v in batch.items()}
-            _, t_logits = completion_logprobs(teachers[domain], sub, temperature, False)
-            t_logp = torch.log_softmax(t_logits.float(), dim=-1)
-            mine = s_logp[index]
-            kl = (mine.exp() * (mine - t_logp)).sum(-1) * sub["completion_mask"]
-            acc = totals.setdefault(domain, [0.0, 0.0, 0.0])
-            acc[0] += float(kl.sum())
-            acc[1] += float(sub["completion_mask"].sum())
-            acc[2] += len(index) // samples
-    return {
-        d: {"kl": s / max(n, 1.0), "tokens": n, "prompts": int(p)}
-        for d, (s, n, p) in sorted(totals.items())
-    }

@@ -21,6 +21,7 @@ from trl import DistillationConfig, DistillationTrainer
 
 from rlvr.config import RunConfig
 from rlvr.distillation.teachers import Teacher, completion_token_logprobs, fuse_lm_head
+from rlvr.rollouts.stops import stop_at_turn_end
 from rlvr.runs.folders import DataIdLog
 from rlvr.training.trainer_args import micro_batches, trainer_arguments
 
@@ -40,6 +41,8 @@ def build_distill_config(run: RunConfig, output_dir: Path) -> DistillationConfig
         learning_rate=d.learning_rate,
         lr_scheduler_type=d.lr_scheduler_type,
         warmup_steps=d.warmup_steps,
+        adam_beta1=d.adam_beta1,
+        adam_beta2=d.adam_beta2,
         weight_decay=d.weight_decay,
         max_grad_norm=d.max_grad_norm,
         temperature=d.temperature,
@@ -86,6 +89,7 @@ class RoutedDistillationTrainer(DistillationTrainer):
         self.generation_seconds = self.teacher_seconds = 0.0
         self._kl_stats: list[torch.Tensor] = []
         super().__init__(*args, teacher_model=None, **kwargs)
+        stop_at_turn_end(self)  # a base student's ChatML turns end at a token TRL misses
         if objective == "sampled_token":  # log-probs of sampled tokens: no whole logits
             model = (
                 self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
