@@ -4,7 +4,10 @@ python -m rlvr.evaluate 'eval.models=["sft=outputs/s/sft","math=outputs/s/math"]
     'eval.tasks=[gsm8k,micro_math]' eval.k=4 eval.max_prompts=50
 
 Writes ``<study>/eval/<label>/<benchmark>.jsonl`` (one line per sample) and ``.json`` (the
-summary); a benchmark whose summary exists is not recomputed. The work is
+summary); a benchmark whose summary exists is not recomputed, and one cut short (a time-out, a
+kill) resumes at its first unwritten shard of ``eval.shard_prompts`` prompts. A model never
+trained to think (a base model) is graded without the ``</think>`` gate with
+``eval.format_gate=false``; the summary records the gate. The work is
 ``rlvr.evaluation.evaluator.evaluate``.
 """
 

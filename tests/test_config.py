@@ -277,7 +277,13 @@ def test_sandbox_group_settings_reach_the_code_verifier(tmp_path):
         "sandbox.max_workers=1", outputs=tmp_path,
     )  # fmt: skip
     code = verifier_options(run)["code"]
-    assert code == {"sandbox": "rlimit", "workers": 1, "memory_mb": 512, "sample_time_limit_s": 3}
+    assert code == {
+        "sandbox": "rlimit",
+        "workers": 1,
+        "memory_mb": 512,
+        "sample_time_limit_s": 3,
+        "max_tests": 20,  # conf/domains/code.yaml: the training reward's cap on tests
+    }
     verifier = get_verifier("code", **code)  # every key is one the code verifier takes
     assert verifier.memory_mb == 512 and verifier.sample_time_limit_s == 3
 

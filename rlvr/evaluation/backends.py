@@ -1,16 +1,28 @@
-"""Generation backends for evaluation: transformers (with live tool episodes) and vLLM."""
+"""Generation backends for evaluation: transformers (with live tool episodes) and vLLM.
+
+One model at a time: ``opened_backend`` releases a model, and its GPU memory, before the next
+one loads."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+import gc
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rlvr.config import ConfigError
 from rlvr.evaluation.generation import Decoding
 from rlvr.evaluation.heldout import sample_and_score, score_completions
 from rlvr.models.chat_format import ChatFormat, stop_token_ids
 from rlvr.rewards.bridge import Scorer
+
+if TYPE_CHECKING:
+    from rlvr.config import RunConfig
+
+log = logging.getLogger(__name__)
 
 
 def is_episodic(rows: Sequence[dict]) -> bool:
@@ -21,6 +33,7 @@ def is_episodic(rows: Sequence[dict]) -> bool:
 class Backend(Protocol):
     tokenizer: Any
     chat: ChatFormat
+    seed: int
 
     @property
     def max_positions(self) -> int | None:
@@ -28,6 +41,12 @@ class Backend(Protocol):
 
     def generate(self, prompts: Sequence[Sequence[dict]], decoding: Decoding) -> list[list[str]]:
         """Completions per prompt (k, or one when greedy), in input order."""
+
+    def with_seed(self, seed: int) -> Backend:
+        """The same model, sampling from ``seed``."""
+
+    def close(self) -> None:
+        """Drop the model (and its engine); the backend generates nothing afterwards."""
 
 
 @dataclass
@@ -76,6 +95,12 @@ class TransformersBackend:
         bar.close()
         return out
 
+    def with_seed(self, seed: int) -> TransformersBackend:
+        return replace(self, seed=seed)
+
+    def close(self) -> None:
+        self.model = None  # the last reference the evaluation holds: freed by the next gc
+
 
 @dataclass
 class VllmBackend:
@@ -116,6 +141,25 @@ class VllmBackend:
         outputs = self.llm.generate(self.chat.texts(self.tokenizer, prompts), params)
         return [[o.text for o in out.outputs] for out in outputs]
 
+    def with_seed(self, seed: int) -> VllmBackend:
+        return replace(self, seed=seed)
+
+    def close(self) -> None:
+        """Shut the engine down: vLLM keeps its engine process, KV cache and distributed state
+        past ``del`` (its maintainers' way, vLLM >= 0.10: stop the engine core, drop the
+        ``LLM``, then ``vllm.distributed.cleanup_dist_env_and_memory``, which destroys the
+        model-parallel groups and the process group, collects and empties the CUDA cache)."""
+        llm, self.llm = self.llm, None
+        if llm is None:
+            return
+        core = getattr(getattr(llm, "llm_engine", None), "engine_core", None)
+        if callable(shutdown := getattr(core, "shutdown", None)):
+            shutdown()  # v1 engine: its engine-core process holds the weights and KV cache
+        del llm, core, shutdown
+        from vllm.distributed import cleanup_dist_env_and_memory
+
+        cleanup_dist_env_and_memory()
+
 
 def _max_model_len(llm: Any) -> int | None:
     """The engine's context length (the model's positions unless ``max_model_len`` cut it)."""
@@ -146,3 +190,43 @@ def generate_and_score(
         )
     completions = backend.generate([r["prompt"] for r in rows], decoding)
     return completions, score_completions(rows, completions, scorer)
+
+
+@contextmanager
+def opened_backend(run: RunConfig, path: str) -> Iterator[tuple[Backend, str]]:
+    """The model at ``path`` (a folder, a Hub id or "tiny") loaded for generation, and where it
+    loaded from; on leaving, the backend is closed and its memory released (``release``), so
+    two models never share the accelerator."""
+    backend, resolved = _open_backend(run, path)
+    try:
+        yield backend, resolved
+    finally:
+        release(backend)
+
+
+def release(backend: Backend) -> None:
+    """Close the backend, then collect it and empty the CUDA cache (what the model held)."""
+    backend.close()
+    gc.collect()
+    import torch  # heavy: imported once a model was loaded, not with this module
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    log.debug("evaluation backend released")
+
+
+def _open_backend(run: RunConfig, path: str) -> tuple[Backend, str]:
+    from rlvr.models.loading import load_model, load_tokenizer, resolve_model_path
+
+    if not Path(path).exists():
+        path = resolve_model_path(replace(run.model, name=path), run.paths.cache_dir)
+    chat = ChatFormat.of(run.model)  # the training runs' template options
+    if run.eval.backend == "vllm":
+        return VllmBackend.load(path, run.model.dtype, run.eval.seed, chat), path
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = load_model(path, run.model).to(device)
+    tokenizer = load_tokenizer(path, run.model)
+    backend = TransformersBackend(model, tokenizer, run.eval.batch_size, run.eval.seed, chat=chat)
+    return backend, path

@@ -1,15 +1,17 @@
 """``evaluate()``: every model on every benchmark, sampled and greedy, resumable per pair.
 
 k samples per prompt (``eval.k_by_task`` per benchmark) and greedy beside them, scored by the
-training verifiers; a (model, benchmark) pair whose summary exists is not recomputed, and one
-whose weights and settings a finished pair shares copies its records (``rlvr.evaluation.reuse``).
-New tokens are clamped to the model's positions left after the benchmark's longest prompt."""
+training verifiers (every test of a code problem: a reward's test cap does not apply); a
+(model, benchmark) pair whose summary exists is not recomputed, one whose weights and settings
+a finished pair shares copies its records (``rlvr.evaluation.reuse``), and one cut short resumes
+at its first unwritten shard (``rlvr.evaluation.sharded``). The ``</think>`` format gate applies
+to models trained to think (``eval.format_gate``). One model is loaded at a time. New tokens
+are clamped to the model's positions left after the benchmark's longest prompt."""
 
 from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,25 +19,19 @@ from typing import Any
 
 from rlvr.config import ConfigError, EvalConfig, RunConfig
 from rlvr.config.evaluation import task_k
-from rlvr.evaluation.backends import (
-    Backend,
-    TransformersBackend,
-    VllmBackend,
-    generate_and_score,
-    is_episodic,
-)
+from rlvr.evaluation.backends import Backend, TransformersBackend, is_episodic, opened_backend
 from rlvr.evaluation.benchmarks import benchmark_domain, load_benchmark, micro_domain
 from rlvr.evaluation.generation import Decoding
-from rlvr.evaluation.metrics import summarise
-from rlvr.evaluation.results import (
-    MODEL_INFO,
-    provenance,
-    sample_records,
-    study_dir,
-    write_results,
+from rlvr.evaluation.results import MODEL_INFO, provenance, study_dir, write_results
+from rlvr.evaluation.reuse import (
+    copy_twin,
+    find_twin,
+    reuse_key,
+    shard_key,
+    weights_fingerprint,
 )
-from rlvr.evaluation.reuse import copy_twin, find_twin, reuse_key, weights_fingerprint
-from rlvr.models.chat_format import ChatFormat
+from rlvr.evaluation.sharded import BenchmarkJob, evaluate_benchmark
+from rlvr.evaluation.shards import ShardStore
 from rlvr.rewards.bridge import Scorer
 
 log = logging.getLogger(__name__)
@@ -47,6 +43,17 @@ class ModelEntry:
 
     label: str
     path: str  # a model folder, or a Hub id / "tiny" resolved by rlvr.models.loading
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One model on one benchmark: where the model loaded from and where its results go."""
+
+    label: str
+    bench: str
+    path: str  # the folder the weights loaded from
+    fingerprint: str | None  # of a local folder's weights (``rlvr.evaluation.reuse``)
+    folder: Path  # <study>/eval/<label>
 
 
 def parse_models(entries: Sequence[str]) -> list[ModelEntry]:
@@ -70,47 +77,6 @@ def parse_models(entries: Sequence[str]) -> list[ModelEntry]:
     if len(set(labels)) != len(labels):
         raise ConfigError(f"eval.models has duplicate labels {labels}; name them label=path")
     return out
-
-
-def evaluate_benchmark(
-    backend: Backend,
-    label: str,
-    bench: str,
-    rows: list[dict],
-    decoding: Decoding,
-    scorer: Scorer,
-    with_greedy: bool,
-    format_gate: bool = False,
-) -> tuple[list[dict], dict[str, Any]]:
-    """Per-sample records and the summary of one model on one benchmark."""
-    started = time.perf_counter()
-    sampled, sampled_v = generate_and_score(backend, rows, decoding, scorer, format_gate)
-    greedy, greedy_v = None, None
-    if with_greedy and not decoding.greedy:
-        greedy_decoding = Decoding(greedy=True, max_new_tokens=decoding.max_new_tokens)
-        greedy, greedy_v = generate_and_score(backend, rows, greedy_decoding, scorer, format_gate)
-    sampling_s = time.perf_counter() - started  # generation and scoring
-    mode = "greedy" if decoding.greedy else "sample"
-    records = sample_records(label, bench, rows, sampled, sampled_v, mode)
-    if greedy is not None:
-        records += sample_records(label, bench, rows, greedy, greedy_v, "greedy")
-    summary = {
-        "model": label,
-        "benchmark": bench,
-        "domain": benchmark_domain(bench),
-        # greedy decoding alone: its verdicts are the greedy accuracy, over one sample each
-        **summarise(
-            rows,
-            sampled_v,
-            sampled_v if decoding.greedy else greedy_v,
-            1 if decoding.greedy else decoding.k,
-        ),
-        "sampling_s": sampling_s,
-        "samples_per_s": len(records) / sampling_s if sampling_s > 0 else 0.0,
-        "seconds": time.perf_counter() - started,
-        "decoding": vars(decoding).copy(),
-    }
-    return records, summary
 
 
 def benchmark_decoding(e: EvalConfig, bench: str) -> Decoding:
@@ -151,45 +117,23 @@ def fit_to_positions(decoding: Decoding, backend: Backend, rows: list[dict], wha
     return replace(decoding, max_new_tokens=room)
 
 
+def eval_format_gate(run: RunConfig) -> bool:
+    """The ``</think>`` gate of this evaluation: ``eval.format_gate``, else the training's."""
+    return run.algo.format_gate if run.eval.format_gate is None else run.eval.format_gate
+
+
 def make_eval_scorer(run: RunConfig) -> Scorer:
-    """The training scorer (same verifiers, options and reasoning format) with eval's pool size."""
+    """The training scorer (same verifiers, options and reasoning format) with eval's pool
+    size, the evaluation's format gate, and every test of a code problem run."""
     from rlvr.rewards.options import add_sandbox_options, verifier_options
     from rlvr.rewards.scoring import build_scorer
     from verifiers import ReasoningFormat
 
     options = verifier_options(run)
     add_sandbox_options(run, options)  # code benchmarks run whatever the trained domains
-    reasoning = ReasoningFormat(strip_think=run.algo.strip_think, format_gate=run.algo.format_gate)
+    options["code"]["max_tests"] = None  # a reward's cap (latency) is no benchmark's grading
+    reasoning = ReasoningFormat(strip_think=run.algo.strip_think, format_gate=eval_format_gate(run))
     return build_scorer(reasoning, options, run.eval.workers, run.eval.timeout_s)
-
-
-def _open_backend(run: RunConfig, entry: ModelEntry) -> tuple[Backend, str]:
-    from rlvr.models.loading import load_model, load_tokenizer, resolve_model_path
-
-    path = entry.path
-    if not Path(path).exists():
-        path = resolve_model_path(replace(run.model, name=path), run.paths.cache_dir)
-    chat = ChatFormat.of(run.model)  # the training runs' template options
-    if run.eval.backend == "vllm":
-        return VllmBackend.load(path, run.model.dtype, run.eval.seed, chat), path
-    import torch
-
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = load_model(path, run.model).to(device)
-    tokenizer = load_tokenizer(path, run.model)
-    backend = TransformersBackend(model, tokenizer, run.eval.batch_size, run.eval.seed, chat=chat)
-    return backend, path
-
-
-def _free_memory() -> None:
-    """Release the last model before the next one loads (GPU memory is the limit there)."""
-    import gc
-
-    import torch
-
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 def _write_model_info(folder: Path, label: str, path: str) -> None:
@@ -234,47 +178,66 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
     root = study_dir(run) / "eval"
     scorer = make_eval_scorer(run)
     for entry in models:
-        folder = root / entry.label
-        todo = [t for t in e.tasks if not (folder / f"{t}.json").is_file()]
+        _evaluate_model(run, entry, rows, scorer, root)
+    return study_dir(run)
+
+
+def _evaluate_model(
+    run: RunConfig, entry: ModelEntry, rows: dict[str, list[dict]], scorer: Scorer, root: Path
+) -> None:
+    """``entry`` on every benchmark it has no summary of; its model is released on return."""
+    folder = root / entry.label
+    todo = [t for t in run.eval.tasks if not (folder / f"{t}.json").is_file()]
+    if not todo:
+        log.info("%s: every benchmark already evaluated", entry.label)
+        return
+    fingerprint = weights_fingerprint(entry.path)
+    keys = {t: reuse_key(fingerprint, t, run) for t in todo}
+    if fingerprint is not None:
+        _write_model_info(folder, entry.label, entry.path)
+        todo = [t for t in todo if not _reuse(root, entry, t, keys[t])]
         if not todo:
-            log.info("%s: every benchmark already evaluated", entry.label)
-            continue
-        fingerprint = weights_fingerprint(entry.path)
-        keys = {t: reuse_key(fingerprint, t, run) for t in todo}
-        if fingerprint is not None:
-            _write_model_info(folder, entry.label, entry.path)
-            todo = [t for t in todo if not _reuse(root, entry, t, keys[t])]
-            if not todo:
-                continue
-        backend, path = _open_backend(run, entry)
+            return
+    with opened_backend(run, entry.path) as (backend, path):
         if fingerprint is None:  # a folder's was written above; a Hub id resolves to its cache
             _write_model_info(folder, entry.label, path)
         for bench in todo:
-            if isinstance(backend, TransformersBackend):
-                backend.desc = f"{entry.label}/{bench}"
-            try:
-                decoding = fit_to_positions(
-                    benchmark_decoding(e, bench), backend, rows[bench], f"{entry.label}/{bench}"
-                )
-            except PromptTooLong as err:  # recorded, so the report says why; never a 0
-                log.warning("%s %s not run: %s", entry.label, bench, err)
-                not_run = {"model": entry.label, "benchmark": bench, "prompts": 0,
-                           "domain": benchmark_domain(bench), "not_run": str(err)}  # fmt: skip
-                write_results(folder, bench, [], {**not_run, "model_path": path})
-                continue
-            records, summary = evaluate_benchmark(
-                backend, entry.label, bench, rows[bench], decoding, scorer, e.greedy,
-                run.algo.format_gate,
-            )  # fmt: skip
-            if decoding.max_new_tokens != e.max_new_tokens:
-                summary["max_new_tokens_requested"] = e.max_new_tokens
-            summary.update(model_path=path, reuse_key=keys[bench])
+            pair = Pair(entry.label, bench, path, fingerprint, folder)
+            records, summary, store = _evaluate_pair(run, pair, rows[bench], backend, scorer)
+            summary.update(model=entry.label, model_path=path, reuse_key=keys[bench])
             write_results(folder, bench, records, summary)
-            log.info(
-                "%s %s: avg@%d %.3f pass@%d %.3f (%d prompts)",
-                entry.label, bench, summary["k"], summary["avg_at_k"], summary["k"], summary["pass_at_k"],
-                summary["prompts"],
-            )  # fmt: skip
-        del backend
-        _free_memory()
-    return study_dir(run)
+            if store is not None:
+                store.clear()  # after the summary: the records are all in its JSONL now
+
+
+def _evaluate_pair(
+    run: RunConfig, pair: Pair, rows: list[dict], backend: Backend, scorer: Scorer
+) -> tuple[list[dict], dict[str, Any], ShardStore | None]:
+    """One model on one benchmark: its records, its summary, and the shards to clear once both
+    are written (None: not run, a prompt fills the model's positions)."""
+    e, what = run.eval, f"{pair.label}/{pair.bench}"
+    if isinstance(backend, TransformersBackend):
+        backend.desc = what
+    try:
+        decoding = fit_to_positions(benchmark_decoding(e, pair.bench), backend, rows, what)
+    except PromptTooLong as err:  # recorded, so the report says why; never a 0
+        log.warning("%s not run: %s", what, err)
+        domain = benchmark_domain(pair.bench)
+        return (
+            [],
+            {"benchmark": pair.bench, "prompts": 0, "domain": domain, "not_run": str(err)},
+            None,
+        )
+    gate = eval_format_gate(run)
+    job = BenchmarkJob(pair.label, pair.bench, rows, decoding, e.greedy, gate, e.shard_prompts)
+    key = shard_key(pair.path, pair.fingerprint, pair.bench, run, vars(decoding), gate)
+    store = ShardStore(pair.folder, pair.bench, key)
+    records, summary = evaluate_benchmark(backend, job, scorer, store)
+    if decoding.max_new_tokens != e.max_new_tokens:
+        summary["max_new_tokens_requested"] = e.max_new_tokens
+    log.info(
+        "%s: avg@%d %.3f pass@%d %.3f (%d prompts; %d of %d shards read back; format gate %s)",
+        *(what, summary["k"], summary["avg_at_k"], summary["k"], summary["pass_at_k"]),
+        *(summary["prompts"], summary["shards_resumed"], summary["shards"], gate),
+    )
+    return records, summary, store

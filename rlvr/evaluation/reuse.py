@@ -68,11 +68,24 @@ def reuse_key(fingerprint: str | None, bench: str, run: Any) -> str | None:
     differ) and the study folder (a study copied elsewhere keeps its twins)."""
     if fingerprint is None:
         return None
+    text = json.dumps([fingerprint, bench, eval_settings(run)], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def shard_key(model: str, fingerprint: str | None, bench: str, run: Any, *more: Any) -> str:
+    """What decides a shard's records (``rlvr.evaluation.shards``): the model (its path, and
+    its fingerprint where it has one), the benchmark, the settings ``reuse_key`` hashes and
+    ``more`` (the decoding after fitting it to the model, the format gate)."""
+    parts = [model, fingerprint, bench, eval_settings(run), *more]
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def eval_settings(run: Any) -> dict[str, Any]:
+    """Every setting of ``EVAL_READS`` but the models listed and the study folder."""
     plain = dataclasses.asdict(run) if dataclasses.is_dataclass(run) else dict(run)
     settings = {dotted: _setting(plain, dotted) for dotted in EVAL_READS}
     settings["eval"] = {k: v for k, v in settings["eval"].items() if k not in ("models", "out_dir")}
-    text = json.dumps([fingerprint, bench, settings], sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return settings
 
 
 def _setting(plain: dict, dotted: str) -> Any:

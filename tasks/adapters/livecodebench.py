@@ -1,6 +1,8 @@
 """LiveCodeBench (``livecodebench/code_generation_lite``): all releases, and M2RL's v5 and v6 windows.
 
-Tests are the public ones plus a sample of the private ones. The Hub stores private tests as
+Tests are the public ones and every private one: a benchmark grades every test, as
+LiveCodeBench does (training rewards may run a sample of them, ``verifiers.code``'s
+``max_tests``). The Hub stores private tests as
 base64 of zlib of a pickled *string* of JSON; that string is read from the pickle opcode by
 opcode (``pickletools.genops``), never unpickled, so no code in the data can run, and a
 pickle holding anything but one string drops the row. stdin/stdout problems become ``stdio``
@@ -20,10 +22,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import pickletools
-import random
 import zlib
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime
@@ -51,7 +51,6 @@ WINDOWS = {  # task -> (first day, day after the last), see the module docstring
     "livecodebench_v5": (date(2024, 8, 1), date(2025, 2, 1)),
     "livecodebench_v6": (date(2025, 2, 1), date(2025, 5, 1)),
 }
-PRIVATE_TESTS_KEPT = 20  # the code verifier runs at most max_tests (20) per completion anyway
 MAX_DECOMPRESSED = 1 << 30
 _STRING_OPS = {"UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8"}
 _HARMLESS_OPS = {"PROTO", "FRAME", "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"}
@@ -105,14 +104,6 @@ def decode_tests(value: Any) -> list[dict[str, Any]]:
         raise SkipRow(f"private tests cannot be decoded ({type(exc).__name__})") from None
 
 
-def _sample(private: list, key: str) -> list:
-    if len(private) <= PRIVATE_TESTS_KEPT:
-        return private
-    seed = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
-    keep = sorted(random.Random(seed).sample(range(len(private)), PRIVATE_TESTS_KEPT))
-    return [private[i] for i in keep]
-
-
 def _call_case(test: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "args": [json.loads(a) for a in str(test["input"]).split("\n") if a.strip()],
@@ -138,13 +129,12 @@ def tests_reference(tests: list[dict[str, Any]], metadata: Any) -> dict[str, Any
 
 
 def livecodebench(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
-    """Public tests and up to ``PRIVATE_TESTS_KEPT`` private ones (seeded by question id)."""
+    """Public tests and every private one (a solution is right only when it passes them all)."""
     public = json_field(col(raw, "public_test_cases", ctx), "public_test_cases") or []
     private = decode_tests(raw.get("private_test_cases"))
     native = str(raw.get("question_id", ctx.index))
-    kept = _sample(private, native)
-    ref = tests_reference([*public, *kept], raw.get("metadata"))
-    ref["tests"] = {"public": len(public), "private": len(private), "private_kept": len(kept)}
+    ref = tests_reference([*public, *private], raw.get("metadata"))
+    ref["tests"] = {"public": len(public), "private": len(private)}
     question, fmt = question_and_format(raw, ctx, "question_content")
     if ref["style"] == "stdio":
         fmt = "code_stdio"
@@ -210,8 +200,7 @@ for _task, _release in (("livecodebench_v5", "release_v5"), ("livecodebench_v6",
             keep=in_window(_task),
             description=(
                 f"M2RL's {_task.rsplit('_', 1)[1]}: {_release} problems dated {_first} to "
-                f"{_after} (excluded); public tests and up to {PRIVATE_TESTS_KEPT} private ones "
-                "per problem"
+                f"{_after} (excluded); every public and private test of each problem"
             ),
             **_COMMON,
         )

@@ -121,7 +121,7 @@ FIXTURE_CASES = [
                     {"input": "1 2\n", "output": "3\n"},
                     {"input": "5 7\n", "output": "12\n"},
                 ],
-                "tests": {"public": 2, "private": 0, "private_kept": 0},
+                "tests": {"public": 2, "private": 0},
             }
         ),
     ),
@@ -196,7 +196,7 @@ def test_livecodebench_functional_tests_become_call_cases():
         "fn_name": "sumOf",
         "class_name": "Solution",
         "cases": [{"args": [[1, 2, 3]], "expected": 6}],
-        "tests": {"public": 1, "private": 0, "private_kept": 0},
+        "tests": {"public": 1, "private": 0},
     }
 
 

@@ -11,8 +11,10 @@ Reference formats (the row's ``reference`` JSON):
   ``check(candidate)`` (with ``entry_point``) or MBPP-style asserts, each top-level assert a test.
   The tests run in a judge process the solution cannot reach, calling into it with plain data
   (``harness`` says what that guarantees and what it does not).
-Optional in every style: ``max_tests`` (default: the verifier's, 20, sampled with ``seed``) and
-``time_limit_s`` (per test). Reward ``all`` (1.0 only when every test passes, as M2RL) or
+Optional in every style: ``max_tests`` (default: the verifier's; None, its default, runs every
+test, a number runs that many sampled with ``seed``) and ``time_limit_s`` (per test). A cap is a
+training-reward setting (reward latency: ``domains.code.verifier_options``); evaluation grades
+every test, as LiveCodeBench does. Reward ``all`` (1.0 only when every test passes, as M2RL) or
 ``fraction`` (share of tests passed).
 """
 
@@ -63,7 +65,7 @@ class CodeVerifier:
     sandbox: str = "auto"  # auto | nsjail | bwrap | unshare | rlimit
     workers: int = 0  # 0: one per core, capped at 8
     reward: str = "all"
-    max_tests: int = 20
+    max_tests: int | None = None  # None: every test (evaluation); training configs cap it
     seed: int = 0
     test_time_limit_s: float = 5.0
     sample_time_limit_s: float = 10.0
@@ -77,8 +79,12 @@ class CodeVerifier:
             )
         if self.reward not in REWARDS:
             raise ValueError(f"code verifier: reward must be one of {REWARDS}, got {self.reward!r}")
-        if self.max_tests < 1 or self.test_time_limit_s <= 0 or self.sample_time_limit_s <= 0:
-            raise ValueError("code verifier: max_tests and time limits must be positive")
+        if (self.max_tests is not None and self.max_tests < 1) or min(
+            self.test_time_limit_s, self.sample_time_limit_s
+        ) <= 0:
+            raise ValueError(
+                "code verifier: max_tests (None for every test) and time limits must be positive"
+            )
 
     def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
         code = extract_code(completion, self.allow_unfenced)
@@ -117,8 +123,10 @@ class CodeVerifier:
         return float(reference.get("time_limit_s") or self.test_time_limit_s)
 
     def _chosen(self, n: int, reference: Mapping[str, Any]) -> list[int]:
-        k = int(reference.get("max_tests") or self.max_tests)
-        return list(range(n)) if n <= k else sorted(random.Random(self.seed).sample(range(n), k))
+        cap = reference.get("max_tests") or self.max_tests
+        if cap is None or n <= int(cap):
+            return list(range(n))
+        return sorted(random.Random(self.seed).sample(range(n), int(cap)))
 
     def _run_stdio(self, code: str, reference: Mapping[str, Any]) -> list[Outcome]:
         cases = [reference["cases"][i] for i in self._chosen(len(reference["cases"]), reference)]
