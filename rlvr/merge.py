@@ -42,8 +42,10 @@ def mergekit_config(
     models: Sequence[Path],
     params: Mapping[str, Any],
     dtype: str,
+    out_dtype: str | None = None,
 ) -> dict[str, Any]:
-    """The mergekit YAML as a dict: shared parameters at top level apply to every model."""
+    """The mergekit YAML as a dict: shared parameters at top level apply to every model;
+    ``dtype`` is what mergekit computes in, ``out_dtype`` what it writes (None: ``dtype``)."""
     policy = base_policy(method)
     if policy == "required" and base is None:
         raise ConfigError(f"merge method {method!r} needs merge.base (the SFT model)")
@@ -53,6 +55,8 @@ def mergekit_config(
         "parameters": dict(params),
         "dtype": dtype,
     }
+    if out_dtype is not None:
+        cfg["out_dtype"] = out_dtype
     if base is not None and policy in ("required", "optional"):
         cfg["base_model"] = str(base)
     return cfg
@@ -67,11 +71,13 @@ def merge_models(
     seed: int = 0,
     dtype: str = "float32",
     name: str | None = None,
+    out_dtype: str = "auto",
 ) -> Path:
     """Merge ``models`` (run or model folders) onto ``base`` with a preset or mergekit method.
 
     ``name`` labels the merge in ``merge.json`` (default: ``method``), e.g. the preset name
-    when a Hydra preset spells out its mergekit method.
+    when a Hydra preset spells out its mergekit method. The merge is computed in ``dtype``
+    and written in ``out_dtype``; ``auto`` writes the inputs' dtype (``input_dtype``).
     """
     import torch
     import yaml
@@ -86,7 +92,9 @@ def merge_models(
     base_dir = model_folder(base) if base else None
     folders = [model_folder(m) for m in models]
     out = Path(out_dir).expanduser().resolve()
-    raw = mergekit_config(preset.method, base_dir, folders, preset.params, dtype)
+    written = input_dtype([*folders, *([base_dir] if base_dir else [])], dtype, out_dtype)
+    out_dtype_key = written if written != dtype else None  # mergekit writes dtype by default
+    raw = mergekit_config(preset.method, base_dir, folders, preset.params, dtype, out_dtype_key)
     staging = out.parent / f".{out.name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -110,6 +118,7 @@ def merge_models(
         "models": [str(f) for f in folders],
         "seed": seed,
         "dtype": dtype,
+        "out_dtype": written,
         "seconds": time.perf_counter() - started,
     }
     info["device_seconds"] = info["seconds"]  # one process
@@ -120,6 +129,31 @@ def merge_models(
         "merged %d models (%s) in %.1f s -> %s", len(folders), info["name"], info["seconds"], out
     )
     return out
+
+
+def input_dtype(folders: Sequence[Path], dtype: str, out_dtype: str = "auto") -> str:
+    """The dtype a merge writes: ``out_dtype`` unless ``auto``; ``auto``: the dtype the input
+    models' config.json records when they agree, else float32 (never narrower than an input),
+    or ``dtype`` where none records one."""
+    if out_dtype != "auto":
+        return out_dtype
+    found = {d for f in folders if (d := _recorded_dtype(f)) is not None}
+    if len(found) == 1:
+        return found.pop()
+    if found:
+        log.info("merge inputs have dtypes %s; writing float32", sorted(found))
+        return "float32"
+    return dtype
+
+
+def _recorded_dtype(folder: Path) -> str | None:
+    """A model folder's weights dtype from its config.json (an adapter: None)."""
+    config = folder / "config.json"
+    if not config.is_file():
+        return None
+    data = json.loads(config.read_text())
+    value = data.get("dtype") or data.get("torch_dtype")
+    return str(value).removeprefix("torch.") if value else None
 
 
 def _tokenizer_source(base: Path | None, folders: Sequence[Path]) -> Path:
@@ -150,7 +184,9 @@ def merge_stage(run: RunConfig, run_dir: Path) -> Path:
     m = run.merge
     name = m.name or m.method
     out = Path(m.out_dir) if m.out_dir else default_out_dir(run, name)
-    return merge_models(m.method, m.base, m.models, m.params, out, m.seed, m.dtype, name)
+    return merge_models(
+        m.method, m.base, m.models, m.params, out, m.seed, m.dtype, name, m.out_dtype
+    )
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ def train(run: RunConfig, run_dir: Path) -> dict:
     started = time.perf_counter()
     prepare_run_dir(run, run_dir)
     configure_tracking(run, run_dir)
-    data = stages.domain_data(run)
+    data = stages.training_data(run)  # a domain without rows stops the stage here
     scorer = stages.make_scorer(run)  # a bad judge or sandbox setup stops here, before any model
     base_path = stages.starting_model(run)
 

@@ -115,10 +115,14 @@ def test_grpo_config_takes_the_cut_and_keeps_one_generation_batch_per_update(tmp
     assert args.generation_batch_size == rows  # one generation batch, one optimizer update
 
 
-def test_the_m2rl_study_plan_fits_and_the_old_settings_fail_naming_the_fix(tmp_path, capsys):
+def test_the_m2rl_study_plan_fits_and_the_old_settings_fail_naming_the_fix(
+    tmp_path, capsys, monkeypatch
+):
     from rlvr.study.__main__ import run_study
+    from tests.support.m2rl_data import m2rl_local_data
 
-    argv = ["experiment=m2rl_study", "study.dry_run=true", f"study.out_dir={tmp_path}"]
+    data = m2rl_local_data(tmp_path / "data", monkeypatch)  # no domain may be empty
+    argv = ["experiment=m2rl_study", "study.dry_run=true", f"study.out_dir={tmp_path}", *data]
     assert run_study(argv) == 0
     printed = capsys.readouterr().out
     assert "resource plan" in printed and "DOES NOT FIT" not in printed

@@ -39,6 +39,15 @@ def domain_data(run: RunConfig) -> dict[str, DomainData]:
     return build_domain_data(run)
 
 
+def training_data(run: RunConfig) -> dict[str, DomainData]:
+    """A training stage's rows: a selected domain without training rows stops it here."""
+    from rlvr.data.row_counts import require_rows
+
+    data = build_domain_data(run)
+    require_rows(run, {d: dd.train for d, dd in data.items()})
+    return data
+
+
 def make_scorer(run: RunConfig) -> Scorer:
     """Batch scorer: the verifier worker pool (hard per-item time limit) for every domain."""
     from rlvr.rewards.scoring import build_scorer
@@ -278,7 +287,7 @@ def _save_final(trainer, final: Path, run: RunConfig) -> None:
     """Full weights and the tokenizer in ``final/`` (LoRA merged, FSDP shards gathered)."""
     from rlvr.training.saving import save_full_model
 
-    save_full_model(trainer, final, lora=run.peft.enabled)
+    save_full_model(trainer, final, lora=run.peft.enabled, dtype=run.trainer.save_dtype)
     if is_main_process():
         trainer.processing_class.save_pretrained(str(final))
     barrier()
