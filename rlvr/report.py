@@ -18,6 +18,7 @@ from rlvr.reporting.arms import arms_table, cascade_table, weights_plot
 from rlvr.reporting.calibration import calibration_table
 from rlvr.reporting.paper import paper_view
 from rlvr.reporting.plots import bar_plot, reward_curves
+from rlvr.reporting.recipe import recipe_section
 from rlvr.reporting.seeds import group_results
 from rlvr.reporting.tables import (
     ModelResult,
@@ -80,7 +81,7 @@ def build_report(
     weights = weights_plot(results, folder / "mixture_weights.png")  # the adaptive arm's
     images += [weights] if weights else []
     analyses = report_section(study)  # rlvr.analyze's tables and figures, when present
-    parts = [_markdown(tables, images), _paper_markdown(paper), *analyses]
+    parts = [_markdown(tables, images), _paper_markdown(paper), *recipe_section(study), *analyses]
     (folder / "report.md").write_text("\n".join(parts))
     log.info("report written to %s", folder)
     return Report(folder, (*tables, *paper), tuple(images))

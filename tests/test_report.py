@@ -59,8 +59,19 @@ def study(tmp_path_factory) -> Path:
         logger=LoggerConfig(name="none", mode="disabled"),
     )  # fmt: skip
     evaluate(run)
+    (root / "fidelity.md").write_text(RECIPE_TABLE)  # what rlvr.study writes for a recipe
     build_report(root)
     return root
+
+
+RECIPE_TABLE = (
+    "| stage | setting | paper | this study | status | reason |\n|---|---|---|---|---|---|\n"
+)
+
+
+def test_the_recipe_table_goes_in_the_report(study):
+    text = (study / "report" / "report.md").read_text()
+    assert "## Fidelity to the paper's recipe" in text and RECIPE_TABLE in text
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

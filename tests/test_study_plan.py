@@ -288,15 +288,47 @@ def test_m2rl_study_composes_for_gpu_clusters(tmp_path):
     assert "eval.backend" not in " ".join(expert)
     cfg = OmegaConf.to_container(compose(commands["eval-sft"][3:]))
     assert cfg["eval"]["backend"] == "vllm" and "aime24" in cfg["eval"]["tasks"]
-    assert len([s for s in stages if s.kind == "merge"]) == 8  # M2RL's six and the RAM pair
-    # MT-OPD and the arms beyond the paper, the cascade in its stated order
+    merges = [s.name for s in stages if s.kind == "merge"]
+    paper = ("average", "task_arithmetic", "ties", "ties_dare", "ta_dare", "sce")
+    assert merges == [f"merge-{m}-seed0" for m in paper]
+    # the paper's arms only: MT-OPD, no cascade, no adaptive mixture
     names = [s.name for s in stages]
-    assert "mt_opd-seed0" in names and "adaptive-seed0" in names
-    cascade = [n for n in names if n.startswith("cascade-")]
-    assert cascade == ["cascade-1-instruction-seed0", "cascade-2-math-seed0",
-                       "cascade-3-science-seed0", "cascade-4-code-seed0", "cascade-5-agent-seed0"]  # fmt: skip
-    assert "domains=[m2rl/code]" in commands["cascade-4-code-seed0"]
-    assert "accelerate.commands.launch" in commands["adaptive-seed0"]
+    assert "mt_opd-seed0" in names
+    assert not [n for n in names if n.startswith(("cascade", "adaptive", "eval-cascade"))]
+
+
+def test_the_m2rl_dry_run_plans_the_papers_steps(tmp_path):
+    """200 steps per expert, 400 mixed, MT-OPD 200 at 256 x 4: six GRPO runs and one MT-OPD,
+    in the stage configs and the progress counts (step k/total) the dry run plans."""
+    argv = ["experiment=m2rl_study", f"study.out_dir={tmp_path}"]
+    p = plan(argv)
+    trained = ("expert", "mixed", "distill", "cascade", "adaptive")  # all but the SFT
+    training = {s.name: s.total_steps for s in p.stages if s.kind in trained}
+    expected = {f"expert-{d}-seed0": 200 for d in DOMAINS}
+    assert training == {**expected, "mixed-seed0": 400, "mt_opd-seed0": 200}
+    opd = next(s for s in p.stages if s.kind == "distill")
+    d = stage_config(user_overrides(argv), opd).distill
+    assert (d.prompts_per_step, d.samples_per_prompt, d.max_steps) == (256, 4, 200)
+    assert "trainer.max_steps=400" in p.commands["mixed-seed0"]
+    assert "trainer.max_steps=400" not in p.commands["expert-math-seed0"]
+
+
+def test_the_m2rl_arms_preset_reuses_every_stage_of_the_study(tmp_path):
+    outputs = f"paths.output_root={tmp_path}"
+    arms = plan(["experiment=m2rl_study_arms", outputs])
+    plain = plan(["experiment=m2rl_study", outputs])
+    assert study_root(arms.run) == study_root(plain.run) == (tmp_path / "m2rl_study").resolve()
+    names = {s.name for s in arms.stages}
+    assert {"merge-ram-seed0", "merge-ramplus_tl-seed0", "adaptive-seed0"} <= names
+    cascade = [s.name for s in arms.stages if s.kind == "cascade"]
+    order = ("instruction", "math", "science", "code", "agent")
+    assert cascade == [f"cascade-{k}-{d}-seed0" for k, d in enumerate(order, 1)]
+    assert "domains=[m2rl/code]" in arms.commands["cascade-4-code-seed0"]
+    adaptive = next(s for s in arms.stages if s.name == "adaptive-seed0")
+    assert adaptive.total_steps == 400  # the mixed arm's steps
+    shared = set(plain.hashes) - {"report"}
+    assert shared < names
+    assert all(arms.hashes[n] == plain.hashes[n] for n in shared)
 
 
 def test_the_arms_preset_adds_its_arms_to_the_tiny_study_folder(tmp_path):

@@ -36,7 +36,9 @@ from rlvr.study.commands import (
     training_steps,
     user_overrides,
 )
+from rlvr.study.data_check import check_training_rows
 from rlvr.study.environment import environment
+from rlvr.study.fidelity import Fidelity, format_text, record_fidelity, study_fidelity
 from rlvr.study.launchers import StageJob, make_launcher, thread_env
 from rlvr.study.manifest import (
     MARKERS,
@@ -77,6 +79,7 @@ class StudyPlan(NamedTuple):
     settings: dict[str, dict[str, str]]  # what each hash covers, readable (rerun reasons)
     commands: dict[str, list[str]]
     resources: list[StagePlan]  # memory per device and step time of every stage
+    fidelity: Fidelity | None = None  # the recipe's settings beside the stages' (study.recipe)
 
 
 def plan(argv: list[str]) -> StudyPlan:
@@ -102,7 +105,8 @@ def plan(argv: list[str]) -> StudyPlan:
     settings = {name: readable_settings(part, root) for name, part in hashed.items()}
     commands = {s.name: command(s, base, run.study.accelerate) for s in stages}
     resources = resource_plan(stages, configs, run)
-    return StudyPlan(run, stages, hashes, earlier, settings, commands, resources)
+    fidelity = study_fidelity(run, stages, configs)
+    return StudyPlan(run, stages, hashes, earlier, settings, commands, resources, fidelity)
 
 
 def _lock(root: Path):
@@ -118,7 +122,7 @@ def _lock(root: Path):
 
 
 def run_study(argv: list[str]) -> int:
-    run, stages, hashes, earlier, settings, commands, resources = plan(argv)
+    run, stages, hashes, earlier, settings, commands, resources, fidelity = plan(argv)
     s, root = run.study, study_root(run)
     layout = accelerate_layout(s.accelerate)
     spread = {st.name: machines(st, s.accelerate) for st in stages}
@@ -139,6 +143,10 @@ def run_study(argv: list[str]) -> int:
                              earlier=earlier)  # fmt: skip
             print_folder_preview(root, stages, seen.reuse, seen.stale, sys.stdout)
         sys.stdout.write(format_plan(resources, assumptions(run.trainer)) + "\n")
+        if fidelity:
+            sys.stdout.write(format_text(fidelity) + "\n")
+    if not s.cancel:  # an empty domain stops the study here too
+        check_training_rows(run, argv, stages, sys.stdout)
     check_fits(resources)  # a stage that cannot fit stops the study here, before any queueing
     if s.dry_run:
         return 0
@@ -153,6 +161,7 @@ def run_study(argv: list[str]) -> int:
         log.info("%d finished stages kept through the new config hashing", len(adopted))
     reconciled = reconcile(root, stages, hashes, s.force, settings)
     record_cascade_order(run, root)  # a later run plans the same cascade stages
+    record_fidelity(root, fidelity)  # the report's recipe section
     submitted = slurm.submitted_jobs(root)  # what a driver that died left queued or running
     summary = {"experiment": run.experiment, "argv": argv, "launcher": s.launcher, **vars(s),
                "environment": environment()}  # fmt: skip

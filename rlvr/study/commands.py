@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, validate
 from rlvr.evaluation.reuse import EVAL_READS
-from rlvr.study.plan import GRPO_KINDS, Stage
+from rlvr.study.plan import GRPO_KINDS, Stage, arm_overrides_for
 
 # The config each kind of stage reads: a changed GRPO learning rate reruns the GRPO stages and
 # what depends on them, not the SFT. Kinds not listed (optional stages) hash everything but
@@ -53,7 +53,13 @@ PLAN_ONLY = {"model": ("shape",), "trainer": ("device_memory_gib", "device_tflop
 # Settings added after study folders existed: at these values they enter no hash, so a folder
 # from before them keeps its stages (config hashes cover settings, not code).
 UNHASHED_AT = {("trainer", "micro_batch"): None, ("trainer", "skip_zero_advantage"): True,
-               ("sft", "trim_padding"): False}  # fmt: skip
+               ("sft", "trim_padding"): False,
+               ("algo", "vllm_importance_sampling_mode"): "sequence_mask",
+               ("algo", "vllm_importance_sampling_clip_max"): 3.0,
+               ("sft", "warmup_ratio"): 0.0, ("sft", "min_learning_rate"): None,
+               ("sft", "adam_beta1"): 0.9, ("sft", "adam_beta2"): 0.999}  # fmt: skip
+# the dtype final models and merges are written in (a finished stage's weights stay usable)
+UNHASHED_AT.update({("trainer", "save_dtype"): "auto", ("merge", "out_dtype"): "auto"})
 
 
 def _without_plan_only(resolved: dict) -> dict:
@@ -77,7 +83,10 @@ def _without_plan_only(resolved: dict) -> dict:
 def _hashed_part(resolved: dict, kind: str) -> dict:
     resolved = _without_plan_only(resolved)
     if kind not in HASHED:
-        return {k: v for k, v in resolved.items() if k not in UNHASHED}
+        # MT-OPD trains the same model whichever preset names it: a preset that adds arms to
+        # a study's folder (m2rl_study_arms) reuses it
+        unhashed = (*UNHASHED, "experiment") if kind == "distill" else UNHASHED
+        return {k: v for k, v in resolved.items() if k not in unhashed}
     part: dict = {}
     for dotted in HASHED[kind]:
         value: object = resolved
@@ -108,8 +117,18 @@ def compose(overrides: Sequence[str], config_name: str = "train") -> DictConfig:
 
 
 def stage_overrides(base: Sequence[str], stage: Stage) -> list[str]:
-    """The study's overrides, then the stage's; ``run_name`` names the stage (W&B, logs)."""
-    return [*base, f"run_name={stage.name}", *stage.overrides]
+    """The study's overrides, then the stage's; ``run_name`` names the stage (W&B, logs).
+    A study-wide ``domains.<d>.*`` override (e.g. a domain's data files) reaches only the
+    stages that select ``d``: in the others there is no ``domains.<d>`` to set."""
+    return [*_for_domains_of(base, stage), f"run_name={stage.name}", *stage.overrides]
+
+
+def _for_domains_of(base: Sequence[str], stage: Stage) -> list[str]:
+    selected = [o.split("=", 1)[1] for o in stage.overrides if o.startswith("domains=")]
+    if not selected:
+        return list(base)
+    names = [d.strip().rsplit("/", 1)[-1] for d in selected[-1].strip("[]").split(",")]
+    return arm_overrides_for(base, names)
 
 
 def stage_config(base: Sequence[str], stage: Stage) -> RunConfig:

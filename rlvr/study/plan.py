@@ -55,6 +55,7 @@ class ModelRef:
     label: str
     path: str  # a model folder (or "tiny" / a Hub id for the base model)
     stage: str | None  # the stage that makes it; None: exists before the study
+    trained_to_think: bool = True  # False (the base model): no </think> gate at evaluation
 
 
 @dataclass
@@ -346,7 +347,7 @@ def merge_stage(
 
 
 def _models_to_evaluate(run: RunConfig, ctx: PlanContext, merged: list[ModelRef]):
-    base = [ModelRef("base", run.model.name, None)] if run.study.evaluate_base else []
+    base = [ModelRef("base", run.model.name, None, False)] if run.study.evaluate_base else []
     return [
         *base,
         ctx.sft,
@@ -368,6 +369,8 @@ def eval_stage(
         f"eval.models=[{quote(f'{model.label}={model.path}')}]",
         f"eval.tasks=[{','.join(names)}]",
         f"eval.out_dir={quote(str(root))}",
+        # a model never trained to think is graded as the paper grades its base row: ungated
+        *(() if model.trained_to_think else ("eval.format_gate=false",)),
     )
     deps = (model.stage,) if model.stage else ()
     outputs = tuple(out / f"{b}.json" for b in names)

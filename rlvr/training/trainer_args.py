@@ -87,6 +87,8 @@ def build_grpo_config(run: RunConfig, output_dir: Path) -> GRPOConfig:
         importance_sampling_level=a.importance_sampling_level,
         mask_truncated_completions=a.mask_truncated_completions,
         vllm_importance_sampling_correction=a.vllm_importance_sampling_correction,
+        vllm_importance_sampling_mode=a.vllm_importance_sampling_mode,
+        vllm_importance_sampling_clip_max=a.vllm_importance_sampling_clip_max,
         log_completions=t.log_completions and run.logger.name == "wandb",
         num_completions_to_print=t.num_completions_to_print,
     )
