@@ -79,6 +79,26 @@ def test_a_benchmark_grades_every_test_while_training_rewards_keep_the_cap(tmp_p
         assert domains.code.verifier_options.code.max_tests == CAP, conf
 
 
+def test_a_correct_but_slow_solution_gets_a_budget_for_every_test_at_evaluation(tmp_path):
+    """The reward's sample budget (the sandbox's time_limit_s) bounds reward latency; a benchmark
+    grades all 30 tests within LiveCodeBench's (limit + 1) x tests + 5 s instead."""
+    from dataclasses import replace
+
+    from rlvr.training.stages import make_scorer
+
+    row = livecodebench_row(tmp_path)
+    reference = json.loads(row["reference"])
+    slow = "```python\nimport time\nx = input()\ntime.sleep(0.15)\nprint(x)\n```"
+    run = eval_run(tmp_path, ["m=tiny"], ["livecodebench_v5"])
+    run.domains = {"code": DomainConfig(train_tasks=["micro_code"])}
+    run.sandbox = replace(run.sandbox, time_limit_s=2.0)  # under 20 tests x 0.15 s
+    item = [(slow, reference, row["verifier"])]
+    (rewarded,) = make_scorer(run)(item)
+    (graded,) = make_eval_scorer(run)(item)
+    assert rewarded.status.value == "timeout" and rewarded.score == 0.0
+    assert graded.status.value == "correct", graded.details
+
+
 def test_the_base_models_evaluation_stage_is_ungated_and_trained_models_keep_the_gate(tmp_path):
     from rlvr.config import to_config
     from rlvr.study.__main__ import plan

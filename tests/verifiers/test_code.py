@@ -200,3 +200,18 @@ def test_verifier_pickles(verifier):
 )  # fmt: skip
 def test_values_equal(got, want, tol, equal):
     assert values_equal(got, want, tol) is equal
+
+
+@pytest.mark.parametrize(
+    ("limit", "reference", "tests", "budget"),
+    [
+        (10.0, {}, 100, 10.0),  # a training reward's bound, whatever the tests
+        (None, {}, 100, (5.0 + 1) * 100 + 5),  # evaluation: LiveCodeBench's rule
+        (None, {"time_limit_s": 2}, 3, (2.0 + 1) * 3 + 5),  # the row's own per-test limit
+    ],
+)
+def test_sample_budget_is_fixed_for_rewards_and_grows_with_the_tests_at_evaluation(
+    limit, reference, tests, budget
+):
+    verifier = get_verifier("code", sample_time_limit_s=limit)
+    assert verifier._sample_budget(reference, tests) == budget

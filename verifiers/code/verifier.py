@@ -14,7 +14,10 @@ Reference formats (the row's ``reference`` JSON):
 Optional in every style: ``max_tests`` (default: the verifier's; None, its default, runs every
 test, a number runs that many sampled with ``seed``) and ``time_limit_s`` (per test). A cap is a
 training-reward setting (reward latency: ``domains.code.verifier_options``); evaluation grades
-every test, as LiveCodeBench does. Reward ``all`` (1.0 only when every test passes, as M2RL) or
+every test, as LiveCodeBench does. A sample's wall budget over all its tests is
+``sample_time_limit_s`` (a training reward's latency bound), or, when that is None (evaluation),
+LiveCodeBench's rule: (per-test limit + 1 s) x tests + 5 s, so a correct but slow solution of a
+problem with a hundred tests is not cut off by a budget sized for twenty. Reward ``all`` (1.0 only when every test passes, as M2RL) or
 ``fraction`` (share of tests passed).
 """
 
@@ -55,6 +58,8 @@ log = logging.getLogger(__name__)
 STYLES = ("stdio", "call", "assert")
 RESTARTS = 3  # assert style, fraction reward: fresh solution processes after a lost one
 REWARDS = ("all", "fraction")
+# LiveCodeBench's harness: (timeout + 1) x tests + 5 seconds for one sample's whole run
+SLACK_PER_TEST_S, SLACK_SAMPLE_S = 1.0, 5.0
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,7 @@ class CodeVerifier:
     max_tests: int | None = None  # None: every test (evaluation); training configs cap it
     seed: int = 0
     test_time_limit_s: float = 5.0
-    sample_time_limit_s: float = 10.0
+    sample_time_limit_s: float | None = 10.0  # None: scaled by the tests run (evaluation)
     memory_mb: int = 1024
     allow_unfenced: bool = False
 
@@ -79,8 +84,9 @@ class CodeVerifier:
             )
         if self.reward not in REWARDS:
             raise ValueError(f"code verifier: reward must be one of {REWARDS}, got {self.reward!r}")
+        sample_limit = 1.0 if self.sample_time_limit_s is None else self.sample_time_limit_s
         if (self.max_tests is not None and self.max_tests < 1) or min(
-            self.test_time_limit_s, self.sample_time_limit_s
+            self.test_time_limit_s, sample_limit
         ) <= 0:
             raise ValueError(
                 "code verifier: max_tests (None for every test) and time limits must be positive"
@@ -122,6 +128,12 @@ class CodeVerifier:
     def _test_limit(self, reference: Mapping[str, Any]) -> float:
         return float(reference.get("time_limit_s") or self.test_time_limit_s)
 
+    def _sample_budget(self, reference: Mapping[str, Any], tests: int) -> float:
+        """Wall seconds for all of a sample's tests (see the module docstring)."""
+        if self.sample_time_limit_s is not None:
+            return self.sample_time_limit_s
+        return (self._test_limit(reference) + SLACK_PER_TEST_S) * max(1, tests) + SLACK_SAMPLE_S
+
     def _chosen(self, n: int, reference: Mapping[str, Any]) -> list[int]:
         cap = reference.get("max_tests") or self.max_tests
         if cap is None or n <= int(cap):
@@ -131,7 +143,7 @@ class CodeVerifier:
     def _run_stdio(self, code: str, reference: Mapping[str, Any]) -> list[Outcome]:
         cases = [reference["cases"][i] for i in self._chosen(len(reference["cases"]), reference)]
         tol = reference.get("float_tol")
-        budget, outcomes = self.sample_time_limit_s, []
+        budget, outcomes = self._sample_budget(reference, len(cases)), []
         box = get_sandbox(self.sandbox, self.workers)
         for case in cases:
             if budget <= 0:
@@ -152,7 +164,7 @@ class CodeVerifier:
         args = [list(case["args"]) for case in cases]
         nonce = secrets.token_hex(8)
         program = build_call_program(code, args, target, self._test_limit(reference), nonce)
-        records, result = self._execute(program, nonce)
+        records, result = self._execute(program, nonce, self._sample_budget(reference, len(cases)))
         tol = reference.get("float_tol")
         return outcome_from_exec(result) or [
             judge_call(records, i, case["expected"], tol, result) for i, case in enumerate(cases)
@@ -173,19 +185,21 @@ class CodeVerifier:
         source, prelude, secret = build_assert_run(
             solution, units, prefix, entry, self._test_limit(reference), nonce, restarts
         )
-        records, result = self._execute(source, nonce, prelude, secret)
+        budget = self._sample_budget(reference, sum(u.kind == "test" for u in units))
+        records, result = self._execute(source, nonce, budget, prelude, secret)
         return outcome_from_exec(result) or summarise(records, units, result)
 
     def _execute(
         self,
         program: str,
         nonce: str,
+        budget_s: float,
         prelude: tuple[tuple[str, str], ...] = (),
         secret: bytes = b"",
     ) -> tuple[dict[object, dict], ExecResult]:
         """Run a harness once in the sandbox; the per-unit records and the run's result."""
         result = get_sandbox(self.sandbox, self.workers).run(
-            program, "", self._limits(self.sample_time_limit_s), secret=secret, prelude=prelude
+            program, "", self._limits(budget_s), secret=secret, prelude=prelude
         )
         return parse_results(result.results, nonce), result
 
