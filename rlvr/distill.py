@@ -150,7 +150,7 @@ def train_student(
     from rlvr.training.stages import _save_final
 
     budget, timer, started = counters.budget, counters.timer, counters.started
-    train_from(trainer, resume_checkpoint(run, run_dir))
+    train_from(trainer, resume_checkpoint(run, run_dir), run.trainer.save_every_min)
     final = run_dir / "final"
     _save_final(trainer, final, run)
     facts = {

@@ -181,6 +181,10 @@ class TrainerConfig:
     max_steps: int = 40
     save_steps: int = 20
     save_total_limit: int = 2
+    # Also a checkpoint once this many minutes passed since the last one (0: only save_steps),
+    # for every training stage (SFT, GRPO, MT-OPD): a job killed without warning loses at most
+    # this much. SLURM's end-of-job signal checkpoints regardless (checkpoint_signals).
+    save_every_min: float = 0.0
     logging_steps: int = 1
     seed: int = 0
     gradient_accumulation_steps: int = 1

@@ -89,6 +89,7 @@ class StageJob:
         if node:
             return self._run(argv, self.log.with_suffix(f".node{node}.log"))
         self.prepare()
+        self.request.unlink(missing_ok=True)  # asked of the job before this requeue
         started = time.time()
         with _held_on_sigterm() as stopping:
             code = self._run(argv, self.log)
@@ -96,19 +97,67 @@ class StageJob:
                 time.sleep(3600)  # nothing, so no failure reaches the study; SIGKILL follows
         return int(self.finish(code, time.time() - started)["returncode"])
 
+    @property
+    def request(self) -> Path:
+        """The file that asks the stage's training to checkpoint and stop (the job is ending)."""
+        return self.log.with_suffix(".checkpoint-request")
+
     def _run(self, argv: list[str], log: Path) -> int:
+        from rlvr.training.checkpoint_signals import REQUEST_ENV
+
         log.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self.env, REQUEST_ENV: str(self.request)}
         with log.open("a") as fh:
-            return subprocess.run(
-                argv, cwd=self.cwd, env={**os.environ, **self.env}, stdout=fh,
-                stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
-            ).returncode  # fmt: skip
+            proc = subprocess.Popen(argv, cwd=self.cwd, env=env, stdout=fh,
+                                    stderr=subprocess.STDOUT, preexec_fn=_stage_preexec)  # fmt: skip
+            _RUNNING[:] = [proc.pid]
+            with proc:
+                return proc.wait()
 
     def checkpoint(self, *args: Any, **kwargs: Any):
-        """submitit's preemption hook: requeue the same job (training resumes from checkpoint)."""
+        """submitit's hook on SLURM's end-of-job signal (time-out or preemption): ask the
+        stage to checkpoint its current step and wait until it has exited (at most until the
+        job's end), then submitit requeues the same job, which resumes from that checkpoint."""
         from submitit.helpers import DelayedSubmission
 
+        self.request.parent.mkdir(parents=True, exist_ok=True)
+        self.request.touch()
+        if _RUNNING:
+            _wait_for_exit(_RUNNING[0], _job_end() - 15)
         return DelayedSubmission(self, *args, **kwargs)
+
+
+_RUNNING: list[int] = []  # the stage process of this job, once started (not pickled)
+
+
+def _stage_preexec() -> None:
+    """The stage's processes ignore SLURM's end-of-job signal, which would kill each helper
+    process mid-step: the trainer reads the request file instead (checkpoint_signals)."""
+    _die_with_parent()
+    from rlvr.training.checkpoint_signals import SIGNAL
+
+    signal.signal(SIGNAL, signal.SIG_IGN)
+
+
+def _wait_for_exit(pid: int, deadline: float) -> None:
+    """Until ``pid`` (a child) exited or ``deadline`` passed; it stays unreaped for its owner."""
+    while time.time() < deadline:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.5)
+
+
+def _job_end() -> float:
+    """When SLURM ends this job (epoch seconds); in 10 minutes where it does not say."""
+    try:
+        end = subprocess.run(["squeue", "-h", "-j", os.environ["SLURM_JOB_ID"], "-o", "%e"],
+                             capture_output=True, text=True, timeout=30).stdout.strip()  # fmt: skip
+        return time.mktime(time.strptime(end, "%Y-%m-%dT%H:%M:%S"))
+    except (KeyError, OSError, ValueError, subprocess.SubprocessError):
+        return time.time() + 600
 
 
 @contextmanager

@@ -77,16 +77,26 @@ def resume_checkpoint(run, run_dir: Path) -> str | None:
     return str(ckpt)
 
 
-def train_from(trainer, checkpoint: str | None) -> None:
+def train_from(trainer, checkpoint: str | None, save_every_min: float = 0.0) -> None:
     """``trainer.train`` from ``checkpoint``, except that a checkpoint already at ``max_steps``
     (a run killed between its last save and its final model) is loaded, not trained on: the
-    Trainer would run one step past it whenever ``max_steps`` is not a whole number of epochs."""
+    Trainer would run one step past it whenever ``max_steps`` is not a whole number of epochs.
+
+    While it trains, SLURM's announcement of the job's end saves the current step and ends the
+    process for the requeue, and ``save_every_min`` minutes without a save save one
+    (``rlvr.training.checkpoint_signals``)."""
     from transformers.trainer_callback import TrainerState
+
+    from rlvr.training.checkpoint_signals import CheckpointOnSignal, exit_for_requeue
 
     max_steps = trainer.args.max_steps
     state = checkpoint and TrainerState.load_from_json(f"{checkpoint}/trainer_state.json")
     if not state or max_steps <= 0 or state.global_step < max_steps:
+        ending = CheckpointOnSignal(save_every_min).install()
+        trainer.add_callback(ending)
         trainer.train(resume_from_checkpoint=checkpoint)
+        if ending.stopped_early(max_steps):
+            exit_for_requeue(trainer.state.global_step)
         return
     if trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled:
         # sharded weights load only into the wrapped model, which exists inside train()

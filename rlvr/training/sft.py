@@ -144,7 +144,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         callbacks=[progress],
     )
     tokenizer.chat_template = template  # tokenized: saved folders keep the model's own text
-    train_from(trainer, resume_checkpoint(run, out_dir))
+    train_from(trainer, resume_checkpoint(run, out_dir), run.trainer.save_every_min)
     save_full_model(trainer, final, lora=False, dtype=run.trainer.save_dtype)
     if is_main_process():
         tokenizer.padding_side = "left"

@@ -229,7 +229,7 @@ def grpo(
     trainer_ref["trainer"] = trainer
     # read now: the trainer resets accelerate's state when it finishes
     parallel = trainer.accelerator.distributed_type.value
-    train_from(trainer, resume_checkpoint(run, run_dir))
+    train_from(trainer, resume_checkpoint(run, run_dir), run.trainer.save_every_min)
     final = run_dir / "final"
     _save_final(trainer, final, run)
     facts = {
