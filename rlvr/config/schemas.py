@@ -195,7 +195,11 @@ class TrainerConfig:
     vllm_mode: str = "colocate"  # colocate | server
     vllm_server_base_url: str | None = None
     vllm_server_devices: int = 1  # GPUs of the vLLM server (vllm_mode=server), in compute
-    vllm_gpu_memory_utilization: float = 0.3
+    # vLLM's colocated share of each device: a number, or auto (rlvr.planning.vllm: what training
+    # keeps between steps leaves, which needs vllm_enable_sleep_mode). Sleep mode: TRL frees the
+    # engine's weights and KV cache (level 2) while the policy trains, and wakes it to generate.
+    vllm_gpu_memory_utilization: float | str = 0.3
+    vllm_enable_sleep_mode: bool = False
     use_cpu: bool = False
     # One-step-ahead generation: a copy of the policy samples the next batch while the current
     # one trains (staleness <= 1 optimiser step, logged as async/staleness; rlvr.rollouts.lookahead).

@@ -35,7 +35,7 @@ def build_distill_config(run: RunConfig, output_dir: Path) -> DistillationConfig
     d = run.distill
     micro, accumulation = micro_batches(run, "distill")
     return DistillationConfig(
-        **trainer_arguments(run, output_dir, accumulation),
+        **trainer_arguments(run, output_dir, accumulation, kind="distill"),
         max_steps=distill_steps(run),
         per_device_train_batch_size=micro,
         learning_rate=d.learning_rate,

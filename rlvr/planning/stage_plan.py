@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from rlvr.config import ConfigError, RunConfig
 from rlvr.planning.memory import GIB, Workload, memory, step_flops
 from rlvr.planning.shapes import ModelShape, model_shape
+from rlvr.planning.vllm import training_share
 
 TRAINING = ("sft", "expert", "mixed", "cascade", "adaptive", "rl", "distill")
 
@@ -111,7 +112,7 @@ def _base_workload(run: RunConfig, kind: str, processes: int, sharded: bool) -> 
         checkpointing=bool(t.gradient_checkpointing),
     )  # fmt: skip
     generation = "vllm" if t.use_vllm else "cache"
-    share = t.vllm_gpu_memory_utilization if t.use_vllm and t.vllm_mode == "colocate" else 0.0
+    share = training_share(run)  # rlvr.planning.vllm: the engine beside the training pass
     if kind == "sft":
         length = run.sft.max_length
         return Workload(**common, sequence=length, completion=length)

@@ -48,6 +48,7 @@ from rlvr.study.manifest import (
     recorded_root,
 )
 from rlvr.study.plan import Stage, build_plan, study_root
+from rlvr.study.preflight import preflight
 from rlvr.study.progress import Progress, closing_screen, print_folder_preview, print_plan
 from rlvr.study.resources import resource_plan
 from rlvr.study.scheduler import Interrupted, run_stages
@@ -148,6 +149,7 @@ def run_study(argv: list[str]) -> int:
     if not s.cancel:  # an empty domain stops the study here too
         check_training_rows(run, argv, stages, sys.stdout)
     check_fits(resources)  # a stage that cannot fit stops the study here, before any queueing
+    preflight(run, argv, stages, resources, sys.stdout if s.dry_run else None)  # vLLM, Hub
     if s.dry_run:
         return 0
     lock = _lock(root)

@@ -10,7 +10,7 @@ from trl import GRPOConfig
 
 from rlvr.config import RunConfig
 from rlvr.models.loading import model_init_kwargs
-from rlvr.planning import sharded, world_size
+from rlvr.planning import plan_stage, sharded, vllm, world_size
 from rlvr.runs.folders import gradient_checkpointing, use_cpu
 
 
@@ -27,9 +27,25 @@ def report_to(run: RunConfig) -> list[str]:
     return ["wandb"] if run.logger.name == "wandb" else []
 
 
-def trainer_arguments(run: RunConfig, output_dir: Path, accumulation: int) -> dict[str, Any]:
+def vllm_utilization(run: RunConfig, kind: str) -> float:
+    """TRL's ``vllm_gpu_memory_utilization``: the configured share, or ``auto``'s from this
+    launch's plan of a ``kind`` stage (rlvr.planning.vllm)."""
+    if not (vllm.colocated(run) and vllm.is_auto(run)):
+        return vllm.resolved_utilization(run, None)
+    plan = plan_stage(run, "run", kind, world_size(), sharded())
+    w = plan.workload  # None where the model's shape is unknown: auto then says what to set
+    return vllm.resolved_utilization(
+        run, plan.parts if w else None, shape=plan.shape, device_bytes=plan.device_bytes,
+        rows=w.generation_rows if w else 0, sequence=w.sequence if w else 0,
+    )  # fmt: skip
+
+
+def trainer_arguments(
+    run: RunConfig, output_dir: Path, accumulation: int, kind: str = "rl"
+) -> dict[str, Any]:
     """The fields every TRL trainer config takes from the ``trainer`` and ``model`` groups;
-    ``accumulation``: micro-batches per optimizer step (``micro_batches``)."""
+    ``accumulation``: micro-batches per optimizer step (``micro_batches``); ``kind``: the
+    stage's kind (rl, distill), which sizes vLLM's ``auto`` share."""
     t = run.trainer
     return dict(
         output_dir=str(output_dir),
@@ -49,7 +65,8 @@ def trainer_arguments(run: RunConfig, output_dir: Path, accumulation: int) -> di
         use_vllm=t.use_vllm,
         vllm_mode=t.vllm_mode,
         vllm_server_base_url=t.vllm_server_base_url,
-        vllm_gpu_memory_utilization=t.vllm_gpu_memory_utilization,
+        vllm_gpu_memory_utilization=vllm_utilization(run, kind),
+        vllm_enable_sleep_mode=t.vllm_enable_sleep_mode,
         chat_template_kwargs=dict(run.model.chat_template_kwargs) or None,
         model_init_kwargs=model_init_kwargs(run.model),
         disable_dropout=True,
