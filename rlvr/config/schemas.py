@@ -249,6 +249,12 @@ class TrainerConfig:
     plan_decode_mfu: float = 0.05
     plan_prompt_tokens: int = 1024  # prompt length the plan assumes (prompts vary; say yours)
     micro_batch: int | str | None = None
+    # What a device offers the plan (docs/resource-plan.md, "Memory"): device_memory_gib x
+    # device_usable_fraction is what torch can allocate (an "80 GiB" H100 reports 79.1 GiB);
+    # memory_margin_gib is kept free of everything planned (allocator fragmentation, transient
+    # peaks the counts miss); trainer.micro_batch=auto fits inside it.
+    device_usable_fraction: float = 0.98
+    memory_margin_gib: float = 4.0
     # Final models' dtype (rlvr.training.saving): auto = the dtype training ran in (bf16 under
     # trainer.bf16, else as model.dtype loaded it); float32 | bfloat16 | float16 force one.
     save_dtype: str = "auto"

@@ -1,13 +1,20 @@
 """Bytes per device and FLOPs per step of one stage's workload, counted from the model shape.
 
-The counts follow what the trainers hold: weights, gradients and AdamW's two moments in the
-weights' dtype (sharded over the ranks under FSDP, whole on each rank otherwise, plus the
-layer FSDP gathers for its forward); activations of the micro-batch (every layer's inputs with
-gradient checkpointing, every saved tensor without); logits (TRL's fused LM head projects
-4,096 tokens x 32,768 vocabulary columns at a time, in GRPO, SFT and MT-OPD's sampled-token
-loss; the full-vocabulary divergence keeps the whole completion x vocabulary); the KV cache of
-the rows sampled at once, or vLLM's colocated share; a reference model; distillation teachers
-(sharded like the student under FSDP).
+The counts follow what the runtime holds (docs/resource-plan.md, "Memory"): trainable
+parameters, their gradients and AdamW's two moments at the width they are stored in (float32
+masters under FSDP2 with bf16 mixed precision, 16 bytes a parameter; the loaded dtype without
+mixed precision), sharded over the ranks under FSDP and whole on each rank otherwise, with
+DDP's gradient buckets and autocast's low-precision weight copies where those exist; the units
+FSDP gathers at the compute width (two decoder layers and their unsharded gradients, and the
+root unit, embedding + final norm + LM head, held gathered for the whole step); activations of
+the micro-batch (every layer's inputs with gradient checkpointing plus the recomputed layer's
+tensors and their gradients, every saved tensor without); the 4D mask sdpa and eager attention
+build for padded rows (a boolean B x 1 x S x S, and its compute-width copy each attention call
+saves for backward); logits (TRL's fused LM head projects 4,096 tokens x 32,768 vocabulary
+columns at a time, in GRPO, SFT and MT-OPD's sampled-token loss; the full-vocabulary
+divergence keeps the whole completion x vocabulary); the KV cache of the rows sampled at once,
+or vLLM's colocated share; a reference model; distillation teachers (sharded like the student
+under FSDP).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ class Workload:
     kind: str  # train | eval
     processes: int
     sharded: bool  # FSDP: weights, gradients and optimizer state split over the processes
-    weight_bytes: int  # 2 (bf16/fp16) or 4 (fp32)
+    weight_bytes: int  # compute width: 2 (bf16/fp16) or 4 (fp32); activations, gathered units
     micro_batch: int  # rows per forward/backward
     accumulation: int  # micro-batches per optimizer step
     sequence: int  # prompt + completion tokens of a row
@@ -53,6 +60,18 @@ class Workload:
     reference: bool = False
     teachers: int = 0  # full teacher copies on every device (distillation, teacher_device=train)
     attention: str = "flash"  # flash (accelerators) | math (CPU: scores kept, O(sequence))
+    master_bytes: int = 0  # trainable weights, gradients, AdamW moments (0: weight_bytes)
+    frozen_bytes: int = 0  # frozen weights as loaded: LoRA's base, reference, teachers (0: same)
+    adapters: int = 0  # LoRA: the trainable adapter parameters (the base is frozen); 0: full
+    attention_mask: bool = False  # sdpa/eager: a B x 1 x S x S mask for padded rows
+
+
+def master_width(w: Workload) -> int:
+    return w.master_bytes or w.weight_bytes
+
+
+def frozen_width(w: Workload) -> int:
+    return w.frozen_bytes or w.weight_bytes
 
 
 def activation_bytes(shape: ModelShape, w: Workload) -> int:
@@ -66,8 +85,9 @@ def activation_bytes(shape: ModelShape, w: Workload) -> int:
     if w.attention == "math":
         per_token_layer += MATH_ATTENTION_SAVED * shape.num_attention_heads * w.sequence
     tokens = w.micro_batch * w.sequence
-    if w.checkpointing:  # each layer's input kept; one layer's tensors live during its recompute
-        stored = shape.num_hidden_layers * shape.hidden_size + per_token_layer
+    if w.checkpointing:  # each layer's input kept; the recomputed layer's tensors and their
+        # gradients live during its backward
+        stored = shape.num_hidden_layers * shape.hidden_size + 2 * per_token_layer
     else:
         stored = shape.num_hidden_layers * per_token_layer
     return tokens * stored * w.weight_bytes
@@ -89,23 +109,65 @@ def kv_cache_bytes(shape: ModelShape, rows: int, sequence: int, weight_bytes: in
     return rows * sequence * shape.num_hidden_layers * 2 * shape.kv_dim * weight_bytes
 
 
+def attention_mask_bytes(shape: ModelShape, w: Workload) -> int:
+    """sdpa and eager attention on padded rows: transformers builds one boolean B x 1 x S x S
+    mask per forward, and each attention call converts it to the compute width and saves that
+    copy for backward (every layer's without checkpointing, the recomputed layer's with it)."""
+    if not w.attention_mask:
+        return 0
+    square = w.micro_batch * w.sequence * w.sequence
+    saved = 1 if w.checkpointing else shape.num_hidden_layers
+    return square * (1 + saved * w.weight_bytes)
+
+
+def root_parameters(shape: ModelShape) -> int:
+    """FSDP's root unit as Accelerate carves it: embedding, final norm and LM head (tied or not)."""
+    tables = 1 if shape.tie_word_embeddings else 2
+    return tables * shape.vocab_size * shape.hidden_size + shape.hidden_size
+
+
+def _states(shape: ModelShape, w: Workload) -> dict[str, float]:
+    """Weights, gradients, optimizer state and the copies the parallelism keeps."""
+    params = shape.parameters()
+    trainable = w.adapters or params
+    frozen = params if w.adapters else 0
+    master, shards = master_width(w), (w.processes if w.sharded else 1)
+    parts: dict[str, float] = {"weights": (trainable * master + frozen * frozen_width(w)) / shards}
+    if w.kind != "train":
+        return parts
+    parts["gradients"] = trainable * master / shards
+    parts["optimizer"] = 2 * trainable * master / shards  # AdamW: two moments, the master's dtype
+    wide = (trainable if master > w.weight_bytes else 0) + (
+        frozen if frozen_width(w) > w.weight_bytes else 0
+    )
+    if w.sharded and w.processes > 1:
+        # two layers gathered (the one computing, the next prefetched), the unsharded gradients
+        # of the layer in backward and of the one being reduce-scattered; the root unit stays
+        # gathered from the first forward to the end of backward, with its unsharded gradients
+        parts["fsdp gather"] = 4 * shape.layer_parameters() * w.weight_bytes
+        root_grads = 0 if w.adapters else 1
+        parts["root unit"] = (1 + root_grads) * root_parameters(shape) * w.weight_bytes
+    elif wide:  # autocast keeps a compute-width copy of each wider weight for the forward
+        parts["autocast copies"] = wide * w.weight_bytes
+    if not w.sharded and w.processes > 1:  # DDP's gradient buckets (not views of the gradients)
+        parts["ddp buckets"] = trainable * master
+    return parts
+
+
 def memory(shape: ModelShape, w: Workload, device_bytes: float | None) -> dict[str, float]:
     """Bytes per device by component, in the order the plan prints them."""
-    params = shape.parameters()
+    parts = _states(shape, w)
     shards = w.processes if w.sharded else 1
-    weights = params * w.weight_bytes
-    parts: dict[str, float] = {"weights": weights / shards}
+    frozen = shape.parameters() * frozen_width(w) / shards
     if w.kind == "train":
-        parts["gradients"] = weights / shards
-        parts["optimizer"] = 2 * weights / shards
-        if w.sharded and w.processes > 1:  # the gathered layer (and the next, prefetched)
-            parts["fsdp gather"] = 2 * shape.layer_parameters() * w.weight_bytes
         parts["activations"] = activation_bytes(shape, w)
+        if mask := attention_mask_bytes(shape, w):
+            parts["attention mask"] = mask
         parts["logits"] = logits_bytes(shape, w)
     if w.reference:
-        parts["reference"] = weights / shards
+        parts["reference"] = frozen
     if w.teachers:  # sharded like the student under FSDP (rlvr.distillation.teachers)
-        parts["teachers"] = w.teachers * weights / shards
+        parts["teachers"] = w.teachers * frozen
     if w.generation == "cache":
         parts["kv cache"] = kv_cache_bytes(shape, w.generation_rows, w.sequence, w.weight_bytes)
     elif w.generation == "vllm" and device_bytes:

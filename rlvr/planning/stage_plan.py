@@ -30,7 +30,9 @@ def sharded() -> bool:
     return os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
 
 
-RUNTIME_BYTES = 2 * GIB  # CUDA context, communication buffers, allocator slack (accelerators)
+RUNTIME_BYTES = 2 * GIB  # CUDA context, cuBLAS workspaces, NCCL buffers (accelerators)
+# attention implementations that build a B x 1 x S x S mask for padded rows (None: sdpa)
+MASKED_ATTENTION = (None, "sdpa", "eager")
 # what to change when a component does not fit
 REMEDY = {
     "activations": "trainer.micro_batch=auto (or a smaller trainer.micro_batch), with "
@@ -40,8 +42,11 @@ REMEDY = {
     "teachers": "distill.teacher_device=server (one vLLM server per teacher)",
     "vllm": "a lower trainer.vllm_gpu_memory_utilization, or trainer.vllm_mode=server",
     "weights": "more processes under FSDP (study.accelerate=gpu_fsdp2), or peft=lora",
+    "attention mask": "trainer.micro_batch=auto (or a smaller trainer.micro_batch), or "
+    "model.attn_implementation=flash_attention_2 (no mask; needs the flash-attn package)",
 }
-for _part in ("gradients", "optimizer", "fsdp gather", "reference"):
+for _part in ("gradients", "optimizer", "fsdp gather", "root unit", "reference", "ddp buckets",
+              "autocast copies"):  # fmt: skip
     REMEDY[_part] = REMEDY["weights"]
 
 
@@ -55,8 +60,9 @@ class StagePlan:
     rows_per_step: int = 0  # sequences per optimizer step (training) or per batch (eval)
     parts: dict[str, float] = field(default_factory=dict)  # bytes per device
     step_seconds: float | None = None
-    device_bytes: float | None = None
+    device_bytes: float | None = None  # trainer.device_memory_gib
     note: str = ""
+    usable_fraction: float = 1.0  # trainer.device_usable_fraction: what torch can allocate
 
     @property
     def total(self) -> float:
@@ -68,22 +74,59 @@ class StagePlan:
 
     @property
     def fits(self) -> bool:
-        return self.device_bytes is None or self.total <= self.device_bytes
+        return self.device_bytes is None or self.total <= self.usable_bytes
+
+    @property
+    def usable_bytes(self) -> float:
+        return (self.device_bytes or 0.0) * self.usable_fraction
 
     def problem(self) -> str:
         """Why the stage cannot fit, and the setting to change."""
         assert self.workload is not None
         largest = max(self.parts, key=self.parts.__getitem__)
         return (
-            f"stage {self.stage} needs {self.total / GIB:.1f} GiB per device, more than "
-            f"trainer.device_memory_gib={self.device_bytes / GIB:g} (largest: {largest} "
+            f"stage {self.stage} needs {self.total / GIB:.1f} GiB per device (margin "
+            f"included), more than the {self.usable_bytes / GIB:.1f} GiB usable of "
+            f"trainer.device_memory_gib={(self.device_bytes or 0) / GIB:g} x "
+            f"trainer.device_usable_fraction={self.usable_fraction:g} (largest: {largest} "
             f"{self.parts[largest] / GIB:.1f} GiB at micro-batch {self.workload.micro_batch} x "
             f"{self.workload.sequence} tokens); set {REMEDY.get(largest, REMEDY['weights'])}"
         )
 
 
 def _weight_bytes(run: RunConfig) -> int:
-    return 2 if run.trainer.bf16 or run.model.dtype in ("bfloat16", "float16") else 4
+    """The compute width: bf16 under trainer.bf16 (autocast, or FSDP2's param_dtype), else the
+    loaded dtype."""
+    return 2 if run.trainer.bf16 else _loaded_bytes(run)
+
+
+def _loaded_bytes(run: RunConfig) -> int:
+    """Bytes a parameter as ``model.dtype`` loads it (auto: 4, the wider, for a plan that errs
+    high)."""
+    return 2 if run.model.dtype in ("bfloat16", "float16") else 4
+
+
+def _precision(run: RunConfig, sharded: bool) -> dict:
+    """Widths as the runtime stores them: under FSDP2 with mixed precision Accelerate upcasts
+    every trainable parameter to a float32 master (its gradients and AdamW moments follow);
+    without it, and outside FSDP, parameters stay as loaded (autocast computes in bf16)."""
+    loaded = _loaded_bytes(run)
+    master = 4 if sharded and run.trainer.bf16 else loaded
+    return {"master_bytes": master, "frozen_bytes": loaded,
+            "attention_mask": run.model.attn_implementation in MASKED_ATTENTION}  # fmt: skip
+
+
+def _adapters(run: RunConfig, shape: ModelShape) -> int:
+    """LoRA's trainable parameters: r x (in + out) for each adapted projection of each layer
+    (``all-linear`` or the named ones; the LM head is never adapted); 0 without LoRA."""
+    if not run.peft.enabled:
+        return 0
+    h, q, kv, i = shape.hidden_size, shape.q_dim, shape.kv_dim, shape.intermediate_size
+    widths = {"q_proj": h + q, "k_proj": h + kv, "v_proj": h + kv, "o_proj": q + h,
+              "gate_proj": h + i, "up_proj": h + i, "down_proj": i + h}  # fmt: skip
+    targets = list(run.peft.target_modules)
+    named = widths if "all-linear" in targets else {k: widths[k] for k in targets if k in widths}
+    return run.peft.r * shape.num_hidden_layers * sum(named.values())
 
 
 def _rows_per_device(run: RunConfig, kind: str, processes: int) -> tuple[int, str]:
@@ -106,10 +149,11 @@ def _rows_per_device(run: RunConfig, kind: str, processes: int) -> tuple[int, st
 
 def _base_workload(run: RunConfig, kind: str, processes: int, sharded: bool) -> Workload:
     t, prompt = run.trainer, run.trainer.plan_prompt_tokens
+    split = sharded and processes > 1
     common = dict(
-        kind="train", processes=processes, sharded=sharded and processes > 1,
+        kind="train", processes=processes, sharded=split,
         weight_bytes=_weight_bytes(run), micro_batch=1, accumulation=1,
-        checkpointing=bool(t.gradient_checkpointing),
+        checkpointing=bool(t.gradient_checkpointing), **_precision(run, split),
     )  # fmt: skip
     generation = "vllm" if t.use_vllm else "cache"
     share = training_share(run)  # rlvr.planning.vllm: the engine beside the training pass
@@ -185,11 +229,13 @@ def _auto_micro_batch(
             f"trainer.micro_batch=auto needs the shape of {run.model.name!r}: set model.shape "
             "(its config.json fields) or give trainer.micro_batch a number"
         )
-    base = _base_workload(run, kind, processes, sharded)
+    base = replace(_base_workload(run, kind, processes, sharded), adapters=_adapters(run, shape))
     device = _device_bytes(run)
-    for micro in _cuts(rows):
+    usable = device * run.trainer.device_usable_fraction
+    fixed = sum(_device_overheads(run).values())
+    for micro in _cuts(rows):  # the largest cut whose parts, runtime and margin fit
         w = replace(base, micro_batch=micro, accumulation=rows // micro)
-        if sum(memory(shape, w, device).values()) + RUNTIME_BYTES <= device:
+        if sum(memory(shape, w, device).values()) + fixed <= usable:
             return micro, rows // micro
     return 1, rows  # nothing fits: the plan reports the stage at micro-batch 1
 
@@ -197,6 +243,14 @@ def _auto_micro_batch(
 def _device_bytes(run: RunConfig) -> float | None:
     gib = run.trainer.device_memory_gib
     return gib * GIB if gib else None
+
+
+def _device_overheads(run: RunConfig) -> dict[str, float]:
+    """What a device holds beside the workload (none where the plan checks no device): the
+    runtime (CUDA context, cuBLAS workspaces, NCCL buffers) and the margin kept free."""
+    if not run.trainer.device_memory_gib:
+        return {}
+    return {"runtime": RUNTIME_BYTES, "margin": run.trainer.memory_margin_gib * GIB}
 
 
 def _unknown_shape(run: RunConfig, stage: str, kind: str, processes: int) -> StagePlan:
@@ -213,11 +267,9 @@ def plan_training(
     micro, accumulation = micro_steps(run, kind, processes, shape, sharded)
     w = replace(
         _base_workload(run, kind, processes, sharded),
-        micro_batch=micro, accumulation=accumulation,
+        micro_batch=micro, accumulation=accumulation, adapters=_adapters(run, shape),
     )  # fmt: skip
-    parts = memory(shape, w, device)
-    if device is not None:
-        parts["runtime"] = RUNTIME_BYTES
+    parts = memory(shape, w, device) | _device_overheads(run)
     rows = micro * accumulation * processes
     return StagePlan(
         stage, kind, processes, shape, w, rows, parts,
@@ -238,9 +290,7 @@ def plan_eval(run: RunConfig, stage: str) -> StagePlan:
         micro_batch=rows, accumulation=1, sequence=sequence, completion=e.max_new_tokens,
         generation="cache", generation_rows=rows,
     )  # fmt: skip
-    parts = memory(shape, w, device)
-    if device is not None:
-        parts["runtime"] = RUNTIME_BYTES
+    parts = memory(shape, w, device) | _device_overheads(run)
     note = "vLLM fills the rest with KV cache" if vllm else ""
     if (limit := shape.max_position_embeddings) and sequence > limit:
         note = (f"prompt + eval.max_new_tokens = {sequence} tokens > the model's {limit} "
@@ -266,8 +316,9 @@ def plan_stage(
     run: RunConfig, stage: str, kind: str, processes: int, sharded: bool = True
 ) -> StagePlan:
     """The plan of a stage of ``kind`` (host-only stages get an empty row)."""
+    usable = {"usable_fraction": run.trainer.device_usable_fraction}
     if kind in TRAINING:
-        return plan_training(run, stage, kind, processes, sharded)
+        return replace(plan_training(run, stage, kind, processes, sharded), **usable)
     if kind == "eval":
-        return plan_eval(run, stage)
+        return replace(plan_eval(run, stage), **usable)
     return StagePlan(stage, kind, processes, note="host only (no accelerator)")
