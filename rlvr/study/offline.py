@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rlvr.config import RunConfig
@@ -30,6 +30,9 @@ class HubItem:
     kind: str  # model | dataset
     repo_id: str
     revision: str | None = None
+    # how stages load a dataset: task names (their loaders prepare the datasets cache), or
+    # "sft" (load_dataset(repo, split="train"), as the SFT stage reads it)
+    uses: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def repo_type(self) -> str:
@@ -79,7 +82,7 @@ def _task_datasets(run: RunConfig, tasks: Iterable[str], with_files: set[str]) -
         except UnknownTaskError:
             continue  # an unknown task fails the stage's own checks, not this listing
         if spec.hub_id and spec.read is None:
-            items.append(HubItem("dataset", spec.hub_id, spec.hub_revision))
+            items.append(HubItem("dataset", spec.hub_id, spec.hub_revision, (task,)))
     return items
 
 
@@ -87,7 +90,7 @@ def _dataset_items(kind: str, run: RunConfig) -> list[HubItem]:
     from rlvr.config.domain_files import files_by_task
 
     if kind == "sft":
-        return [HubItem("dataset", d) for d in run.sft.datasets if on_hub(d)]
+        return [HubItem("dataset", d, uses=("sft",)) for d in run.sft.datasets if on_hub(d)]
     if kind == "eval":
         tasks = list(run.eval.tasks) or [t for d in run.domains.values() for t in d.eval_tasks]
         return _task_datasets(run, tasks, set())
@@ -100,11 +103,13 @@ def _dataset_items(kind: str, run: RunConfig) -> list[HubItem]:
 
 def hub_items(stages: Iterable[tuple[str, RunConfig]]) -> list[HubItem]:
     """Every Hub model and dataset the stages (kind, config) read, once each, sorted."""
-    found: set[HubItem] = set()
+    found: dict[HubItem, HubItem] = {}
     for kind, run in stages:
-        found |= {HubItem("model", n) for n in _model_names(kind, run) if on_hub(n)}
-        found |= set(_dataset_items(kind, run))
-    return sorted(found)
+        named = [HubItem("model", n) for n in _model_names(kind, run) if on_hub(n)]
+        for item in [*named, *_dataset_items(kind, run)]:
+            seen = found.get(item, item)
+            found[item] = replace(seen, uses=tuple(sorted({*seen.uses, *item.uses})))
+    return sorted(found.values())
 
 
 def cached_repos(cache_dir: str | Path | None = None) -> set[tuple[str, str]]:
@@ -137,9 +142,23 @@ def fetch(items: Iterable[HubItem], cache_dir: str | Path | None = None) -> list
                 item.repo_id, repo_type=item.repo_type, revision=item.revision,
                 allow_patterns=patterns, cache_dir=cache_dir,
             )  # fmt: skip
+            for use in item.uses:  # the datasets cache the stages read offline
+                _prepare(item, use)
         except Exception as err:  # noqa: BLE001 - every Hub/network failure is reported alike
             failed.append(f"{item}: {type(err).__name__}: {str(err).splitlines()[0][:160]}")
     return failed
+
+
+def _prepare(item: HubItem, use: str) -> None:
+    """Load a fetched dataset the way its stages do, so ``HF_DATASETS_OFFLINE=1`` finds it."""
+    import datasets
+
+    from tasks.registry import load_task_rows
+
+    if use == "sft":
+        datasets.load_dataset(item.repo_id, split="train", revision=item.revision)
+    else:
+        load_task_rows(use, limit=1)
 
 
 def missing_lines(items: list[HubItem], argv: Iterable[str]) -> list[str]:

@@ -1,6 +1,7 @@
-"""Before a study queues: vLLM's engine on each training device, the servers stages need, and
-what the Hub cache lacks for offline compute nodes.
+"""Checks before a study queues: vLLM engines and servers, and what the Hub cache lacks.
 
+Each training stage's colocated engine (its share of the device and KV capacity), the vLLM
+servers stages need, and the Hub models and datasets missing for offline compute nodes.
 Printed by the dry run; a colocated engine that cannot share its device, or a vLLM server the
 study does not start and no setting names, stops the study here with the command to start it.
 """
