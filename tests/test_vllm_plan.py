@@ -13,7 +13,7 @@ from rlvr.planning import plan_stage, vllm
 from rlvr.planning.memory import GIB
 from rlvr.study.commands import compose
 from rlvr.study.plan import Stage
-from rlvr.study.preflight import _policy_server
+from rlvr.study.preflight import _policy_server, _teacher_servers
 from rlvr.training.trainer_args import vllm_utilization
 
 OLD = ["trainer.vllm_gpu_memory_utilization=0.3", "trainer.vllm_enable_sleep_mode=false"]
@@ -90,3 +90,18 @@ def test_a_server_the_study_does_not_start_is_refused_with_its_command():
     run.trainer.vllm_server_base_url = "http://node:8000"
     run.trainer.vllm_server_devices = 4
     assert _policy_server(run, stage, 8, 1) == []
+
+
+def test_mt_opd_teacher_servers_the_study_does_not_start_are_refused_with_their_commands():
+    experts = [f"++distill.teachers.{d}=/study/experts/{d}-seed0/final" for d in ("math", "code")]
+    run = composed(
+        "experiment=m2rl_study", "domains=[m2rl/math,m2rl/code]", "distill.teacher_device=server",
+        "++distill.teacher_servers.math=http://teachers:8101", *experts,
+    )  # fmt: skip
+    stage = Stage("mt_opd-seed0", "distill", "rlvr.distill", (), (), Path("/x"), ())
+    [problem] = _teacher_servers(run, stage)
+    assert "trl vllm-serve --model /study/experts/code-seed0/final --port 8101" in problem
+    assert "distill.teacher_servers.code=http://<node>:8101" in problem
+    assert "math-seed0" not in problem  # its server is named
+    run.distill.teacher_servers["code"] = "http://teachers:8102"
+    assert _teacher_servers(run, stage) == []

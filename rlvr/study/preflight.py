@@ -46,12 +46,38 @@ def _policy_server(run: RunConfig, stage: Stage, processes: int, machines: int) 
     return problems
 
 
+def _teacher_servers(run: RunConfig, stage: Stage) -> list[str]:
+    """MT-OPD with ``distill.teacher_device=server`` needs one server per domain's expert;
+    the study starts none, so each missing one is refused with the command that starts it."""
+    d = run.distill
+    if d.teacher_device != "server":
+        return []
+    domains = sorted(run.domains)
+    absent = [name for name in domains if not d.teacher_servers.get(name)]
+    if not absent:
+        return []
+    lines = []
+    for gpu, name in enumerate(domains):
+        if name in absent:
+            port = vllm.TEACHER_PORT + gpu
+            model = d.teachers.get(name, f"<{name} expert>/final")
+            lines.append(f"    {vllm.serve_command(model, port, str(gpu))}")
+            lines.append(f"      then distill.teacher_servers.{name}=http://<node>:{port}")
+    return [
+        f"stage {stage.name}: distill.teacher_device=server and the study starts no teacher "
+        f"servers; start one per domain after its expert finishes (on a node beside the "
+        f"training one) and name it:\n" + "\n".join(lines)
+    ]
+
+
 def _server_problems(stages: Sequence[Stage], configs: dict[str, RunConfig], run: RunConfig):
     layout = accelerate_layout(run.study.accelerate)
     problems = []
     for s in stages:
         c = configs[s.name]
-        if s.kind in offline.TRAINING and s.kind != "distill" and s.kind != "sft":
+        if s.kind == "distill":
+            problems += _teacher_servers(c, s)
+        elif s.kind in offline.TRAINING and s.kind != "sft":
             if c.trainer.use_vllm and c.trainer.vllm_mode == "server":
                 problems += _policy_server(c, s, layout.processes, layout.machines)
     return problems
