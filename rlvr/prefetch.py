@@ -1,4 +1,4 @@
-"""``python -m rlvr.prefetch experiment=<study>``: fetch what a study reads from the Hub.
+"""``python -m rlvr.prefetch experiment=m2rl_study``: fetch what a study reads from the Hub.
 
 Composes the study exactly as ``python -m rlvr.study`` does (same arguments), lists every
 Hub model (with its tokenizer) and dataset its stages name, and downloads those missing from
