@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -123,3 +124,74 @@ def test_a_trainer_sent_the_signal_checkpoints_that_step_and_exits_for_the_reque
     assert again.returncode == 0, again.stderr[-3000:]
     steps = [line for line in again.stdout.splitlines() if line.startswith("step")]
     assert steps == [f"step {k}" for k in range(4, 9)] and "done 8" in again.stdout
+
+
+@pytest.mark.slow
+def test_on_slurm_a_stage_signalled_mid_run_resumes_from_the_signals_checkpoint(
+    tmp_path, slurm_cluster
+):
+    """A GRPO stage as a study's SLURM job (``StageJob`` through submitit), with periodic
+    checkpoints out of reach (save_steps > max_steps). Mid-run the job gets submitit's
+    end-of-job signal, as SLURM sends it ``slurm_signal_delay_s`` before the time limit: the
+    stage saves the step it was in and exits, submitit requeues the job, and the requeued job
+    trains on from that checkpoint: every step once, the same number of steps in all."""
+    from test_resume import OVERRIDES, guessing_model, records, run_dir
+
+    from rlvr.study.launchers import StageJob, SubmititLauncher
+    from rlvr.study.plan import Stage
+
+    steps = 16
+    cache, out, root = tmp_path / "cache", tmp_path / "runs", tmp_path / "study"
+    settings = [o for o in OVERRIDES if not o.startswith(("trainer.max_steps", "trainer.save_"))]
+    argv = [sys.executable, "-m", "rlvr.train", *settings, "domains=[science]",
+            "algo.prompts_per_step=2", f"init_from={guessing_model(cache, tmp_path / 'start')}",
+            f"trainer.max_steps={steps}", "trainer.save_steps=100", f"paths.output_root={out}"]  # fmt: skip
+    env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "disabled",
+           "RLVR_CACHE": str(cache), "OMP_NUM_THREADS": "1"}  # fmt: skip
+    stage = Stage("expert", "expert", "rlvr.train", (), (), out, ())
+    job = StageJob(root, stage, "hash", argv, env=env, cwd=str(REPO))
+    launcher = SubmititLauncher(root, "slurm", 1, {"timeout_min": 30})
+    handle = launcher.start(job, [])
+
+    deadline = time.time() + 300
+    while not (metrics := list(out.glob("*/*/metrics.jsonl"))) or not metrics[0].read_text():
+        assert launcher.poll(handle) is None, job.log.read_text()[-3000:]
+        assert time.time() < deadline, "the stage never trained a step"
+        time.sleep(0.05)
+    signalled_after = json.loads(metrics[0].read_text().splitlines()[-1])["step"]
+    subprocess.run(["scancel", "--signal=USR2", str(handle.job_id)], check=True)
+    while "exiting with 75" not in job.log.read_text():
+        assert launcher.poll(handle) is None, job.log.read_text()[-3000:]
+        assert time.time() < deadline, "the signal never reached the trainer"
+        time.sleep(0.1)
+    make_eligible(str(handle.job_id))
+    while (code := launcher.poll(handle)) is None:
+        assert time.time() < deadline + 120, "the requeued job never finished"
+        time.sleep(0.2)
+    log = job.log.read_text()
+    assert code == 0, log[-3000:]
+
+    folder = run_dir(out)
+    saved = int(re.search(r"checkpoint-(\d+) saved; exiting with 75", log).group(1))
+    assert signalled_after <= saved < steps  # the step it was in (or the next, if just ended)
+    assert f"resuming from {folder / 'checkpoints' / f'checkpoint-{saved}'}" in log
+    assert [r["step"] for r in records(folder)] == list(range(1, steps + 1))  # each once
+    entries = [json.loads(line) for line in (folder / "metrics.jsonl").open()]
+    logged = [e["step"] for e in entries if "train_runtime" not in e]  # not runs' summaries
+    assert logged[saved:] == list(range(saved + 1, steps + 1)), logged  # resumed at saved + 1
+    assert json.loads((folder / "summary.json").read_text())["rl"]["steps"] == steps
+    print(f"signal after step {signalled_after}: checkpoint-{saved}")
+
+
+def make_eligible(job: str) -> None:
+    """SLURM holds a requeued job back (its launch credential's 120 s): once it is pending
+    again, start it at once, as a busy cluster would have started it later anyway."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True,
+                               text=True).stdout.strip()  # fmt: skip
+        if state == "PENDING":
+            subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)
+            return
+        time.sleep(0.2)  # still running or completing
+    raise AssertionError(f"job {job} never became pending again")
