@@ -248,6 +248,17 @@ class TrainerConfig:
     plan_mfu: float = 0.35
     plan_decode_mfu: float = 0.05
     plan_prompt_tokens: int = 1024  # prompt length the plan assumes (prompts vary; say yours)
+    # Time against the budget (rlvr.planning.step_time, rlvr.planning.budget): sampling is
+    # bound by memory bandwidth as well as FLOPs (device_bandwidth_gbs, the accelerator's;
+    # null: FLOPs only); plan_completion_tokens: the mean completion length the time estimate
+    # assumes (null: the maximum, an upper bound; memory is planned at the maximum anyway);
+    # plan_overhead_min: minutes a training stage spends outside its steps in each job it runs
+    # in (loading the model and vLLM, saving, resuming); ddp_timeout_s: null sets TRL's
+    # ddp_timeout from the plan's step time (never below the 30-minute default)
+    device_bandwidth_gbs: float | None = None
+    plan_completion_tokens: int | None = None
+    plan_overhead_min: float = 20.0
+    ddp_timeout_s: int | None = None
     micro_batch: int | str | None = None
     # What a device offers the plan (docs/resource-plan.md, "Memory"): device_memory_gib x
     # device_usable_fraction is what torch can allocate (an "80 GiB" H100 reports 79.1 GiB);

@@ -13,8 +13,9 @@ import os
 from dataclasses import dataclass, field, replace
 
 from rlvr.config import ConfigError, RunConfig
-from rlvr.planning.memory import GIB, Workload, memory, step_flops
+from rlvr.planning.memory import GIB, Workload, memory
 from rlvr.planning.shapes import ModelShape, model_shape
+from rlvr.planning.step_time import step_seconds
 from rlvr.planning.vllm import training_share
 
 TRAINING = ("sft", "expert", "mixed", "cascade", "adaptive", "rl", "distill")
@@ -273,7 +274,7 @@ def plan_training(
     rows = micro * accumulation * processes
     return StagePlan(
         stage, kind, processes, shape, w, rows, parts,
-        _seconds(run, shape, w, rows, processes), device,
+        _seconds(run, shape, w, rows, processes, kind, parts), device,
     )  # fmt: skip
 
 
@@ -297,19 +298,15 @@ def plan_eval(run: RunConfig, stage: str) -> StagePlan:
                 "positions: rlvr.evaluate clamps new tokens to the positions left after each "
                 "benchmark's longest prompt (logged)")  # fmt: skip
     return StagePlan(stage, "eval", 1, shape, w, w.generation_rows, parts,
-                     _seconds(run, shape, w, w.generation_rows, 1), device, note)  # fmt: skip
+                     _seconds(run, shape, w, w.generation_rows, 1, "eval"), device, note)  # fmt: skip
 
 
 def _seconds(
-    run: RunConfig, shape: ModelShape, w: Workload, rows: int, processes: int
+    run: RunConfig, shape: ModelShape, w: Workload, rows: int, processes: int, kind: str,
+    parts: dict[str, float] | None = None,
 ) -> float | None:
-    t = run.trainer
-    if not t.device_tflops:
-        return None
-    train, sampled = step_flops(shape, w, rows)
-    peak = processes * t.device_tflops * 1e12
-    sampling = 0.0 if not sampled else sampled / (peak * t.plan_decode_mfu)
-    return train / (peak * t.plan_mfu) + sampling
+    """Wall seconds of a step (or an evaluation batch): rlvr.planning.step_time."""
+    return step_seconds(run, shape, w, rows, processes, kind, parts)
 
 
 def plan_stage(

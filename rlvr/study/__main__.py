@@ -19,6 +19,13 @@ from omegaconf import OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, validate
 from rlvr.planning import StagePlan, assumptions, check_fits, format_plan
+from rlvr.planning.budget import (
+    StageBudget,
+    check_budgets,
+    format_budgets,
+    format_gpu_hours,
+    paper_compute,
+)
 from rlvr.study import slurm
 from rlvr.study.arms import record_cascade_order
 from rlvr.study.commands import (
@@ -50,7 +57,7 @@ from rlvr.study.manifest import (
 from rlvr.study.plan import Stage, build_plan, study_root
 from rlvr.study.preflight import preflight
 from rlvr.study.progress import Progress, closing_screen, print_folder_preview, print_plan
-from rlvr.study.resources import resource_plan
+from rlvr.study.resources import resource_plan, slurm_by_kind, stage_budgets
 from rlvr.study.scheduler import Interrupted, run_stages
 
 log = logging.getLogger("rlvr.study")
@@ -81,6 +88,8 @@ class StudyPlan(NamedTuple):
     commands: dict[str, list[str]]
     resources: list[StagePlan]  # memory per device and step time of every stage
     fidelity: Fidelity | None = None  # the recipe's settings beside the stages' (study.recipe)
+    slurm_by_kind: dict[str, dict] = {}  # SLURM parameters per stage kind, over study.slurm
+    budgets: list[StageBudget] = []  # training stages' time against their SLURM budget
 
 
 def plan(argv: list[str]) -> StudyPlan:
@@ -107,7 +116,27 @@ def plan(argv: list[str]) -> StudyPlan:
     commands = {s.name: command(s, base, run.study.accelerate) for s in stages}
     resources = resource_plan(stages, configs, run)
     fidelity = study_fidelity(run, stages, configs)
-    return StudyPlan(run, stages, hashes, earlier, settings, commands, resources, fidelity)
+    by_kind = slurm_by_kind(run, stages, configs)
+    budgets = stage_budgets(run, stages, configs, resources, by_kind)
+    return StudyPlan(run, stages, hashes, earlier, settings, commands, resources, fidelity,
+                     by_kind, budgets)  # fmt: skip
+
+
+def budget_text(
+    run: RunConfig, budgets: list[StageBudget], by_kind: dict[str, dict] | None = None
+) -> str:
+    """The SLURM budget table and GPU-hours per arm beside the paper's (its compute.csv,
+    next to ``study.recipe`` under ``paths.data_dir``)."""
+    lines = [format_budgets(budgets)] if run.study.launcher == "slurm" and budgets else []
+    folder = Path(run.paths.data_dir).expanduser()
+    recipe = Path(run.study.recipe).parent if run.study.recipe else None
+    paper = paper_compute(folder / recipe / "compute.csv") if recipe else {}
+    if hours := format_gpu_hours(budgets, paper):
+        lines.append(hours)
+    if run.study.launcher == "slurm" and by_kind:
+        lines.append("SLURM parameters by stage kind, over study.slurm")
+        lines += [f"  {kind:<8} {params}" for kind, params in by_kind.items()]
+    return "\n".join(lines)
 
 
 def _lock(root: Path):
@@ -123,7 +152,8 @@ def _lock(root: Path):
 
 
 def run_study(argv: list[str]) -> int:
-    run, stages, hashes, earlier, settings, commands, resources, fidelity = plan(argv)
+    planned = plan(argv)
+    run, stages, hashes, earlier, settings, commands, resources, fidelity = planned[:8]
     s, root = run.study, study_root(run)
     layout = accelerate_layout(s.accelerate)
     spread = {st.name: machines(st, s.accelerate) for st in stages}
@@ -144,8 +174,12 @@ def run_study(argv: list[str]) -> int:
                              earlier=earlier)  # fmt: skip
             print_folder_preview(root, stages, seen.reuse, seen.stale, sys.stdout)
         sys.stdout.write(format_plan(resources, assumptions(run.trainer)) + "\n")
+        if budget := budget_text(run, planned.budgets, planned.slurm_by_kind):
+            sys.stdout.write(budget + "\n")
         if fidelity:
             sys.stdout.write(format_text(fidelity) + "\n")
+    if s.launcher == "slurm" and not s.cancel:  # a stage that cannot finish in its limits
+        check_budgets(planned.budgets)
     if not s.cancel:  # an empty domain stops the study here too
         check_training_rows(run, argv, stages, sys.stdout)
     check_fits(resources)  # a stage that cannot fit stops the study here, before any queueing
@@ -168,7 +202,8 @@ def run_study(argv: list[str]) -> int:
     summary = {"experiment": run.experiment, "argv": argv, "launcher": s.launcher, **vars(s),
                "environment": environment()}  # fmt: skip
     manifest = Manifest.create(root, summary, stages, hashes, commands)
-    launcher = make_launcher(s.launcher, root, s.jobs, s.slurm, s.slurm_by_kind, s.warm_start)
+    launcher = make_launcher(s.launcher, root, s.jobs, s.slurm, planned.slurm_by_kind,
+                             s.warm_start)  # fmt: skip
     jobs = {
         st.name: StageJob(
             root, st, hashes[st.name], commands[st.name], thread_env(s.jobs, launcher, st),

@@ -89,7 +89,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
     from rlvr.training.checkpoints import resume_checkpoint, train_from
     from rlvr.training.lean_sft import LeanSFTTrainer
     from rlvr.training.saving import save_full_model
-    from rlvr.training.trainer_args import micro_batches, report_to
+    from rlvr.training.trainer_args import ddp_timeout, micro_batches, report_to
 
     final = out_dir / "final"
     if (final / "config.json").exists():
@@ -132,6 +132,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         use_cpu=use_cpu(run.trainer.use_cpu),
         model_init_kwargs=model_init_kwargs(run.model),
         dataloader_num_workers=0,
+        ddp_timeout=ddp_timeout(run, "sft"),
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     progress = MetricsFileCallback(out_dir / "metrics.jsonl", {}, StepTimer())  # step, loss

@@ -23,6 +23,22 @@ def micro_batches(run: RunConfig, kind: str) -> tuple[int, int]:
     return micro_steps(run, kind, world_size(), sharded=sharded())
 
 
+def ddp_timeout(run: RunConfig, kind: str) -> int:
+    """Seconds a rank waits at a collective (TRL's ``ddp_timeout``): ``trainer.ddp_timeout_s``,
+    else twice the plan's step time (one rank may wait out a whole step's generation and code
+    grading), never below transformers' 30-minute default (rlvr.planning.budget)."""
+    from rlvr.config import ConfigError
+    from rlvr.planning.budget import ddp_timeout as from_step
+
+    if run.trainer.ddp_timeout_s:
+        return run.trainer.ddp_timeout_s
+    try:
+        step = plan_stage(run, "run", kind, world_size(), sharded()).step_seconds
+    except ConfigError:  # the plan's own errors surface where the micro-batch is chosen
+        step = None
+    return from_step(step)
+
+
 def report_to(run: RunConfig) -> list[str]:
     return ["wandb"] if run.logger.name == "wandb" else []
 
@@ -72,6 +88,7 @@ def trainer_arguments(
         disable_dropout=True,
         remove_unused_columns=False,
         save_only_model=False,  # optimizer + RNG state are needed to resume exactly
+        ddp_timeout=ddp_timeout(run, kind),
     )
 
 
