@@ -126,6 +126,9 @@ def cached_repos(cache_dir: str | Path | None = None) -> set[tuple[str, str]]:
 
 def missing(items: Iterable[HubItem], cache_dir: str | Path | None = None) -> list[HubItem]:
     """The items the local Hub cache has no snapshot of."""
+    items = list(items)
+    if not items:
+        return []  # the embedded study names nothing on the Hub: no cache to scan
     have = cached_repos(cache_dir)
     return [i for i in items if (i.repo_type, i.repo_id) not in have]
 
