@@ -181,15 +181,3 @@ def forward_flops_per_token(shape: ModelShape, sequence: int) -> float:
     attention = 2 * shape.num_hidden_layers * sequence * shape.q_dim
     return 2 * shape.parameters() + attention
 
-
-def step_flops(shape: ModelShape, w: Workload, rows_per_step: int) -> tuple[float, float]:
-    """(training FLOPs, sampling FLOPs) of one optimizer step over every device."""
-    fwd = forward_flops_per_token(shape, w.sequence)
-    if w.kind == "eval":
-        return 0.0, rows_per_step * w.completion * fwd
-    # forward + backward (3), the recompute under checkpointing, the reference model's forward,
-    # and the one teacher that scores each row (its domain's)
-    passes = 3 + int(w.checkpointing) + int(w.reference) + int(w.teachers > 0)
-    train = rows_per_step * w.sequence * fwd * passes
-    sampled = rows_per_step * w.completion * fwd if w.generation != "none" else 0.0
-    return train, sampled
