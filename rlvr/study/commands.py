@@ -60,6 +60,8 @@ UNHASHED_AT = {("trainer", "micro_batch"): None, ("trainer", "skip_zero_advantag
                ("sft", "adam_beta1"): 0.9, ("sft", "adam_beta2"): 0.999}  # fmt: skip
 # the dtype final models and merges are written in (a finished stage's weights stay usable)
 UNHASHED_AT.update({("trainer", "save_dtype"): "auto", ("merge", "out_dtype"): "auto"})
+# vLLM sleep mode off is how every stage ran before the setting existed
+UNHASHED_AT[("trainer", "vllm_enable_sleep_mode")] = False
 
 
 def _without_plan_only(resolved: dict) -> dict:
