@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -73,57 +72,62 @@ def test_save_every_min_saves_when_that_long_passed_since_the_last_save():
     assert not step_end(CheckpointOnSignal(every_min=0, clock=lambda: 1e9), 5).should_save
 
 
-# A real HF Trainer on a two-parameter model; at step 3 it sends itself SLURM's signal.
-TRAINER = textwrap.dedent(
-    """
-    import os, signal, sys, torch
-    from transformers import Trainer, TrainerCallback, TrainingArguments
-    from rlvr.training.checkpoints import latest_complete_checkpoint, train_from
+class Line:
+    """A real HF Trainer on a two-parameter model (8 steps, no periodic checkpoint in reach);
+    ``signal_at``: the step during which it sends itself SLURM's end-of-job signal."""
 
-    class Line(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.w = torch.nn.Parameter(torch.zeros(2))
-        def forward(self, x, y):
-            return {"loss": ((x * self.w).sum(-1) - y).pow(2).mean()}
+    @staticmethod
+    def train(out: Path, signal_at: int = 0) -> tuple[list[int], int]:
+        """(the steps trained, the exit status); resumes from ``out``'s newest checkpoint."""
+        import torch
+        from transformers import Trainer, TrainerCallback, TrainingArguments
 
-    class Signal(TrainerCallback):
-        def on_step_begin(self, args, state, control, **kw):
-            if state.global_step + 1 == int(sys.argv[2]):
-                os.kill(os.getpid(), signal.SIGUSR2)
-        def on_step_end(self, args, state, control, **kw):
-            print("step", state.global_step, flush=True)
+        from rlvr.training.checkpoints import train_from
 
-    data = [{"x": torch.tensor([1.0, float(i)]), "y": torch.tensor(float(i))} for i in range(64)]
-    out = sys.argv[1]
-    args = TrainingArguments(out, max_steps=8, save_steps=100, per_device_train_batch_size=2,
-                             report_to=[], use_cpu=True, save_only_model=False, logging_steps=1)
-    trainer = Trainer(Line(), args, train_dataset=data, callbacks=[Signal()])
-    train_from(trainer, latest_complete_checkpoint(__import__("pathlib").Path(out)) and
-               str(latest_complete_checkpoint(__import__("pathlib").Path(out))))
-    print("done", trainer.state.global_step, flush=True)
-    """
-)
+        class Model(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.w = torch.nn.Parameter(torch.zeros(2))
+
+            def forward(self, x, y):
+                return {"loss": ((x * self.w).sum(-1) - y).pow(2).mean()}
+
+        trained: list[int] = []
+
+        class Signal(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kw):
+                if state.global_step + 1 == signal_at:
+                    os.kill(os.getpid(), signal.SIGUSR2)
+
+            def on_step_end(self, args, state, control, **kw):
+                trained.append(state.global_step)
+
+        data = [{"x": torch.tensor([1.0, i]), "y": torch.tensor(float(i))} for i in range(64)]
+        args = TrainingArguments(str(out), max_steps=8, save_steps=100, report_to=[],
+                                 per_device_train_batch_size=2, use_cpu=True,
+                                 save_only_model=False, disable_tqdm=True)  # fmt: skip
+        trainer = Trainer(Model(), args, train_dataset=data, callbacks=[Signal()])
+        newest = latest_complete_checkpoint(out)
+        try:
+            train_from(trainer, newest and str(newest))
+        except SystemExit as stop:
+            return trained, int(stop.code)
+        return trained, 0
 
 
-def test_a_trainer_sent_the_signal_checkpoints_that_step_and_exits_for_the_requeue(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "WANDB_MODE": "disabled"}
-    env.pop(REQUEST_ENV, None)
-
-    def run(signal_at: int) -> subprocess.CompletedProcess:
-        argv = [sys.executable, "-c", TRAINER, str(tmp_path), str(signal_at)]
-        return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
-
-    first = run(signal_at=3)
-    assert first.returncode == REQUEUE_EXIT, first.stderr[-3000:]
-    assert [line for line in first.stdout.splitlines() if line.startswith("step")] == [
-        "step 1", "step 2", "step 3"
-    ]  # fmt: skip
-    assert latest_complete_checkpoint(tmp_path).name == "checkpoint-3"  # save_steps=100
-    again = run(signal_at=0)  # the requeued job: resumes from the signal's checkpoint
-    assert again.returncode == 0, again.stderr[-3000:]
-    steps = [line for line in again.stdout.splitlines() if line.startswith("step")]
-    assert steps == [f"step {k}" for k in range(4, 9)] and "done 8" in again.stdout
+def test_a_trainer_sent_the_signal_checkpoints_that_step_and_exits_for_the_requeue(
+    tmp_path, monkeypatch
+):
+    """This process gets SLURM's signal during step 3 of 8: it saves step 3 and ends with the
+    requeue status; run again (the requeued job), it trains steps 4 to 8 from there."""
+    monkeypatch.delenv(REQUEST_ENV, raising=False)
+    previous = signal.getsignal(signal.SIGUSR2)
+    try:
+        assert Line.train(tmp_path, signal_at=3) == ([1, 2, 3], REQUEUE_EXIT)
+        assert latest_complete_checkpoint(tmp_path).name == "checkpoint-3"  # save_steps=100
+        assert Line.train(tmp_path) == ([4, 5, 6, 7, 8], 0)
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from rlvr.study.manifest import LOGS, log_path, mark_done, mark_started, read_json
 from rlvr.study.plan import Stage
+from rlvr.training.requeue import REQUEST_ENV, SIGNAL
 
 
 @dataclass
@@ -103,8 +104,6 @@ class StageJob:
         return self.log.with_suffix(".checkpoint-request")
 
     def _run(self, argv: list[str], log: Path) -> int:
-        from rlvr.training.checkpoint_signals import REQUEST_ENV
-
         log.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.env, REQUEST_ENV: str(self.request)}
         with log.open("a") as fh:
@@ -134,8 +133,6 @@ def _stage_preexec() -> None:
     """The stage's processes ignore SLURM's end-of-job signal, which would kill each helper
     process mid-step: the trainer reads the request file instead (checkpoint_signals)."""
     _die_with_parent()
-    from rlvr.training.checkpoint_signals import SIGNAL
-
     signal.signal(SIGNAL, signal.SIG_IGN)
 
 

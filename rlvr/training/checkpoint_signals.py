@@ -25,13 +25,11 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from rlvr.training.requeue import REQUEST_ENV, REQUEUE_EXIT, SIGNAL
+
 log = logging.getLogger(__name__)
 
-# EX_TEMPFAIL: stopped after a checkpoint because the job is ending; run again, it resumes
-REQUEUE_EXIT = 75
-# a file whose existence asks the stage to checkpoint and stop (set by the study's SLURM job)
-REQUEST_ENV = "RLVR_CHECKPOINT_REQUEST"
-SIGNAL = signal.SIGUSR2  # submitit's time-out and preemption signal on SLURM
+__all__ = ["REQUEST_ENV", "REQUEUE_EXIT", "SIGNAL", "CheckpointOnSignal", "exit_for_requeue"]
 
 
 def agree(flags: list[bool]) -> list[bool]:
