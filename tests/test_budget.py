@@ -68,7 +68,7 @@ def test_decode_is_bound_by_bandwidth_and_kv_capacity():
 
 
 def test_a_stage_over_its_budget_fails_naming_the_fix():
-    b = StageBudget("expert_math", "expert", 8, 1, 200, 80 * 60, 2880, 3, 20, 85)
+    b = StageBudget("expert_math", "expert", 8, 1, 200, 80 * 60, 2880, 3, 20, 85, 6600)
     assert not b.fits and b.hours > b.budget_hours
     with pytest.raises(ConfigError) as err:
         check_budgets([b])
@@ -78,6 +78,19 @@ def test_a_stage_over_its_budget_fails_naming_the_fix():
     need = int(re.search(r"slurm_max_num_timeout=(\d+)", message).group(1))
     assert replace(b, requeues=need).fits and not replace(b, requeues=need - 1).fits
     assert "timeout_min" in message and "nodes" in message and "fewer steps" in message
+    assert "slurm_signal_delay_s" not in message
+
+
+def test_requeues_need_a_warning_that_outlasts_a_step():
+    """A limit that falls mid-step ends the job in TIMEOUT, not requeued: a stage that needs
+    several jobs fails unless SLURM's signal comes a step and its save before the limit."""
+    b = StageBudget("mixed", "mixed", 8, 1, 400, 4 * 3600, 2880, 60, 20, 245, 300)
+    assert b.jobs_needed > 1 and not b.fits
+    with pytest.raises(ConfigError, match=r"slurm_signal_delay_s>=18375 \(now 300\)"):
+        check_budgets([b])
+    assert replace(b, signal_s=18375).fits
+    one_job = replace(b, steps=5)  # a stage that ends in its first job needs no requeue
+    assert one_job.jobs_needed == 1 and one_job.fits
 
 
 def test_the_m2rl_study_fits_its_budget_and_three_requeues_would_not(m2rl):

@@ -35,7 +35,15 @@ class StageBudget:
     timeout_min: float
     requeues: int
     overhead_min: float
-    lost_min: float  # work lost per requeue (the save interval; 0 with signal checkpoints)
+    lost_min: float  # minutes of each job lost to its requeue (lost_minutes)
+    signal_s: float = 0.0  # slurm_signal_delay_s: SLURM's warning before the limit
+
+    @property
+    def signal_covers_a_step(self) -> bool:
+        """Whether a step and its save fit between SLURM's warning and the limit: otherwise
+        the limit falls mid-step and the job ends in TIMEOUT, not requeued
+        (rlvr.training.checkpoint_signals)."""
+        return self.signal_s / 60 >= self.step_seconds / 60 + SAVE_MIN
 
     @property
     def hours(self) -> float:
@@ -55,11 +63,20 @@ class StageBudget:
 
     @property
     def fits(self) -> bool:
-        return self.jobs_needed <= 1 + self.requeues
+        one_job = self.jobs_needed == 1
+        return self.jobs_needed <= 1 + self.requeues and (one_job or self.signal_covers_a_step)
 
     def problem(self) -> str:
         t = self.timeout_min / 60
         need = self.jobs_needed - 1
+        signal = ""
+        if need and not self.signal_covers_a_step:
+            delay = math.ceil((self.step_seconds / 60 + SAVE_MIN) * 60 * MARGIN)
+            signal = (
+                f"; and study.slurm.slurm_signal_delay_s>={delay} (now {self.signal_s:g}): a "
+                "step and its save must fit between SLURM's warning and the limit, or the job "
+                "ends in TIMEOUT without a requeue"
+            )
         return (
             f"stage {self.stage} needs ~{self.hours:.0f} h on {self.nodes} node(s) of "
             f"{self.gpus // max(self.nodes, 1)} GPUs ({self.steps} steps x "
@@ -68,7 +85,7 @@ class StageBudget:
             f"{self.overhead_min:g} min of loading and {self.lost_min:.0f} min of lost work per "
             f"job): set study.slurm.slurm_max_num_timeout={need} (requeues, with signal "
             "checkpoints), a longer study.slurm.timeout_min, more nodes "
-            "(study.accelerate=<a multi-node config>), or fewer steps"
+            f"(study.accelerate=<a multi-node config>), or fewer steps{signal}"
         )
 
 
@@ -79,7 +96,7 @@ def lost_minutes(run: RunConfig, step_seconds: float, signal_delay_s: float) -> 
     the work since the newest periodic (``save_steps``) or timed (``save_every_min``, taken
     at a step's end) checkpoint."""
     t, step = run.trainer, step_seconds / 60
-    if signal_delay_s / 60 >= step + SAVE_MIN:
+    if signal_delay_s / 60 >= step + SAVE_MIN:  # the job stops at the warning, saved
         return signal_delay_s / 60
     by_steps = t.save_steps * step if t.save_steps > 0 else math.inf
     by_clock = max(t.save_every_min, step) if t.save_every_min > 0 else math.inf

@@ -116,10 +116,10 @@ def stage_budgets(
         params = {**run.study.slurm, **by_kind.get(s.kind, {})}
         nodes = machines(s, run.study.accelerate)
         cfg = configs[s.name]
+        signal = float(params.get("slurm_signal_delay_s", 90))  # submitit's default
         budgets.append(StageBudget(
             s.name, s.kind, p.processes, nodes, s.total_steps, p.step_seconds,
             float(params.get("timeout_min", 5)), int(params.get("slurm_max_num_timeout", 3)),
-            cfg.trainer.plan_overhead_min,
-            lost_minutes(cfg, p.step_seconds, float(params.get("slurm_signal_delay_s", 90))),
+            cfg.trainer.plan_overhead_min, lost_minutes(cfg, p.step_seconds, signal), signal,
         ))  # fmt: skip
     return budgets
