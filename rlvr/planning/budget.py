@@ -73,7 +73,8 @@ class StageBudget:
         if need and not self.signal_covers_a_step:
             delay = math.ceil((self.step_seconds / 60 + SAVE_MIN) * 60 * MARGIN)
             signal = (
-                f"; and study.slurm.slurm_signal_delay_s>={delay} (now {self.signal_s:g}): a "
+                f"; and study.slurm_by_kind.{self.kind}.slurm_signal_delay_s>={delay} (now "
+                f"{self.signal_s:g}): a "
                 "step and its save must fit between SLURM's warning and the limit, or the job "
                 "ends in TIMEOUT without a requeue"
             )

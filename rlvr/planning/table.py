@@ -79,9 +79,17 @@ def assumptions(t: TrainerConfig) -> str:
         if t.device_tflops
         else "no step time (trainer.device_tflops unset)"
     )
+    if t.device_tflops and t.device_bandwidth_gbs:
+        speed += f" or {t.device_bandwidth_gbs:g} GB/s for the weights and KV cache per token"
+    completions = (
+        f"completions of {t.plan_completion_tokens} tokens for time "
+        "(trainer.plan_completion_tokens), their maximum for memory"
+        if t.plan_completion_tokens
+        else "completions at their maximum length"
+    )
     return (
         f"devices: {device}, {speed}; prompts of {t.plan_prompt_tokens} tokens "
-        "(trainer.plan_prompt_tokens), completions at their maximum length"
+        f"(trainer.plan_prompt_tokens), {completions}"
     )
 
 
