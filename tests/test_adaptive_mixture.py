@@ -194,7 +194,13 @@ def test_weights_follow_the_signal_and_a_killed_run_resumes_them_exactly(tmp_pat
     cache = tmp_path / "cache"
     overrides = [*ADAPTIVE, f"init_from={guessing_model(cache, tmp_path / 'start')}"]
     straight_root, broken_root = tmp_path / "straight", tmp_path / "broken"
-    finish(start(straight_root, cache, *overrides), straight_root)
+    # the uninterrupted run goes beside the one to kill: tests run one at a time
+    # on two cores, so each process gets a core of its own
+    uninterrupted = start(straight_root, cache, *overrides)
+    proc = start(broken_root, cache, *overrides)
+    wait_for_checkpoint(broken_root, 2, proc)
+    kill(proc)
+    finish(uninterrupted, straight_root)
     straight = run_dir(straight_root)
 
     def logged(folder):
@@ -209,9 +215,6 @@ def test_weights_follow_the_signal_and_a_killed_run_resumes_them_exactly(tmp_pat
     assert all(r["math/adaptive_signal"] == 0.0 for r in steps if "math/adaptive_signal" in r)
     assert (straight / "checkpoints" / "checkpoint-2" / "mixture_adaptive.json").is_file()
 
-    proc = start(broken_root, cache, *overrides)
-    wait_for_checkpoint(broken_root, 2, proc)
-    kill(proc)
     folder = run_dir(broken_root)
     done = int(latest_complete_checkpoint(folder / "checkpoints").name.split("-")[1])
     assert done < MAX_STEPS

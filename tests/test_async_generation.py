@@ -125,8 +125,12 @@ def test_async_run_reports_staleness_and_keeps_the_data_order(tmp_path):
         f"init_from={guessing_model(cache, tmp_path / 'start')}",
     ]
     roots = {"async": tmp_path / "async", "sync": tmp_path / "sync"}
-    finish(start(roots["async"], cache, *common, "trainer.async_generation=true"), roots["async"])
-    finish(start(roots["sync"], cache, *common), roots["sync"])
+    runs = {
+        "async": start(roots["async"], cache, *common, "trainer.async_generation=true"),
+        "sync": start(roots["sync"], cache, *common),
+    }  # side by side: a core each
+    for name, proc in runs.items():
+        finish(proc, roots[name])
     folder = run_dir(roots["async"])
 
     steps = metrics(folder)
@@ -149,11 +153,13 @@ def test_killed_async_run_resumes_with_its_batch_held_ahead(tmp_path):
     cache = tmp_path / "cache"
     overrides = [*ASYNC, f"init_from={guessing_model(cache, tmp_path / 'start')}"]
     straight_root, broken_root = tmp_path / "straight", tmp_path / "broken"
-    finish(start(straight_root, cache, *overrides), straight_root)
-
+    # the uninterrupted run goes beside the one to kill: tests run one at a time
+    # on two cores, so each process gets a core of its own
+    uninterrupted = start(straight_root, cache, *overrides)
     proc = start(broken_root, cache, *overrides)
     wait_for_checkpoint(broken_root, 2, proc)
     kill(proc)
+    finish(uninterrupted, straight_root)
     folder = run_dir(broken_root)
     done = int(latest_complete_checkpoint(folder / "checkpoints").name.split("-")[1])
     assert done < 6, "the run finished before it could be killed"

@@ -223,14 +223,16 @@ def test_a_killed_distillation_resumes_with_the_same_steps_data_and_weights(
         "trainer.max_steps=6", "trainer.save_steps=2", "trainer.save_total_limit=10",
     ]  # fmt: skip
     straight_out, broken_out = tmp_path / "straight", tmp_path / "broken"
-    straight = finished(run_distill(straight_out, rlvr_cache, *overrides), straight_out)
-    expected = data_ids(straight)
-    assert sorted(expected) == list(range(1, 7))
-
+    # the uninterrupted run goes beside the one to kill: tests run one at a time
+    # on two cores, so each process gets a core of its own
+    uninterrupted = run_distill(straight_out, rlvr_cache, *overrides)
     proc = run_distill(broken_out, rlvr_cache, *overrides)
     wait_for_checkpoint(broken_out, 4, proc)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
+    straight = finished(uninterrupted, straight_out)
+    expected = data_ids(straight)
+    assert sorted(expected) == list(range(1, 7))
     (config,) = broken_out.glob("*/*/config.yaml")
     assert not (config.parent / "final").exists(), "the killed run must not have finished"
     before = data_ids(config.parent)

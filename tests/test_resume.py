@@ -129,6 +129,11 @@ MIXTURES = {
         4,
     ),
 }
+# How the killed run is restarted: with ``resume=true``, or as SLURM requeues a preempted or
+# timed-out job, with the same command line and ``SLURM_RESTART_COUNT`` > 0, where the run
+# must resume from its last complete checkpoint without being told (instead of starting over
+# in the same folder).
+RESTARTS = {"natural": "slurm requeue", "weighted": "resume=true"}
 
 
 @pytest.mark.parametrize("mixture", sorted(MIXTURES))
@@ -139,7 +144,13 @@ def test_killed_and_resumed_run_sees_the_same_steps_and_data(mixture, tmp_path):
     overrides = [*overrides, f"init_from={start_model}"]
     straight_root, broken_root = tmp_path / "straight", tmp_path / "broken"
 
-    finish(start(straight_root, cache, *overrides), straight_root)
+    # the uninterrupted run goes beside the one to kill: tests run one at a time
+    # on two cores, so each process gets a core of its own
+    uninterrupted = start(straight_root, cache, *overrides)
+    proc = start(broken_root, cache, *overrides)
+    wait_for_checkpoint(broken_root, KILL_AFTER, proc)
+    kill(proc)
+    finish(uninterrupted, straight_root)
     straight = records(run_dir(straight_root))
     assert [r["step"] for r in straight] == list(range(1, MAX_STEPS + 1))
     expected = {r["step"]: r["ids"] for r in straight}
@@ -147,9 +158,6 @@ def test_killed_and_resumed_run_sees_the_same_steps_and_data(mixture, tmp_path):
     metrics = (run_dir(straight_root) / "metrics.jsonl").read_text().splitlines()
     assert any(json.loads(m).get("grad_norm", 0) > 0 for m in metrics), "no update to compare"
 
-    proc = start(broken_root, cache, *overrides)
-    wait_for_checkpoint(broken_root, KILL_AFTER, proc)
-    kill(proc)
     folder = run_dir(broken_root)
     resume_from = latest_complete_checkpoint(folder / "checkpoints")
     assert resume_from is not None and is_complete(resume_from)
@@ -158,8 +166,14 @@ def test_killed_and_resumed_run_sees_the_same_steps_and_data(mixture, tmp_path):
     before = records(folder)
     assert not (folder / "final").exists(), "the killed run must not have finished"
 
-    finish(start(broken_root, cache, *overrides, "resume=true"), broken_root)
-    assert run_dir(broken_root) == folder, "resume=true must reuse the same run folder"
+    if RESTARTS[mixture] == "resume=true":
+        finish(start(broken_root, cache, *overrides, "resume=true"), broken_root)
+    else:
+        requeued = start(broken_root, cache, *overrides, env={"SLURM_RESTART_COUNT": "1"})
+        finish(requeued, broken_root)
+        log = (tmp_path / "broken.log").read_text()
+        assert "SLURM requeued this job (restart 1): resuming" in log
+    assert run_dir(broken_root) == folder, "the resumed run must reuse the same run folder"
     after = records(folder)[len(before) :]
 
     # the resumed process starts right after the checkpoint: nothing repeated, nothing skipped
@@ -178,29 +192,6 @@ def test_killed_and_resumed_run_sees_the_same_steps_and_data(mixture, tmp_path):
         (folder / "checkpoints" / f"checkpoint-{MAX_STEPS}" / "trainer_state.json").read_text()
     )
     assert state["global_step"] == MAX_STEPS
-
-
-def test_a_requeued_slurm_job_resumes_without_being_told(tmp_path):
-    """SLURM requeues a preempted or timed-out job with the same command line and
-    ``SLURM_RESTART_COUNT`` > 0: the run resumes from its last complete checkpoint even
-    without ``resume=true``, instead of starting over in the same folder."""
-    overrides, _ = MIXTURES["natural"]
-    cache = tmp_path / "cache"
-    overrides = [*overrides, f"init_from={guessing_model(cache, tmp_path / 'start')}"]
-    root = tmp_path / "requeued"
-    proc = start(root, cache, *overrides)
-    wait_for_checkpoint(root, KILL_AFTER, proc)
-    kill(proc)
-    folder = run_dir(root)
-    done = int(latest_complete_checkpoint(folder / "checkpoints").name.split("-")[1])
-    before = records(folder)
-
-    finish(start(root, cache, *overrides, env={"SLURM_RESTART_COUNT": "1"}), root)
-    after = records(folder)[len(before) :]
-    assert [r["step"] for r in after] == list(range(done + 1, MAX_STEPS + 1))
-    assert (
-        "SLURM requeued this job (restart 1): resuming" in (tmp_path / "requeued.log").read_text()
-    )
 
 
 def test_a_run_killed_after_its_last_checkpoint_resumes_without_another_step(tmp_path):

@@ -44,15 +44,18 @@ def test_scheduled_quotas_switch_at_the_step_also_across_a_resume(tmp_path):
     overrides = [*SCHEDULE, f"init_from={guessing_model(cache, tmp_path / 'start')}"]
     straight_root, broken_root = tmp_path / "straight", tmp_path / "broken"
 
-    finish(start(straight_root, cache, *overrides), straight_root)
+    # the uninterrupted run goes beside the one to kill: tests run one at a time
+    # on two cores, so each process gets a core of its own
+    uninterrupted = start(straight_root, cache, *overrides)
+    proc = start(broken_root, cache, *overrides)
+    wait_for_checkpoint(broken_root, 2, proc)
+    kill(proc)
+    finish(uninterrupted, straight_root)
     straight = run_dir(straight_root)
     assert quotas(records(straight)) == EXPECTED
     weights = {s: (0.75, 0.25) if s <= 4 else (0.25, 0.75) for s in EXPECTED}
     assert logged_weights(straight) == weights
 
-    proc = start(broken_root, cache, *overrides)
-    wait_for_checkpoint(broken_root, 2, proc)
-    kill(proc)
     folder = run_dir(broken_root)
     done = int(latest_complete_checkpoint(folder / "checkpoints").name.split("-")[1])
     assert done <= 4, "the run passed the switch before it could be killed"

@@ -49,12 +49,14 @@ def logged_steps(folder: Path) -> list[int]:
 
 def test_a_killed_sft_resumes_from_its_checkpoint_to_the_same_weights(tmp_path, rlvr_cache):
     straight_root, broken_root = tmp_path / "straight", tmp_path / "broken"
-    straight = finish(start(straight_root, rlvr_cache), straight_root)
-    assert latest_complete_checkpoint(straight / "checkpoints").name == f"checkpoint-{MAX_STEPS}"
-
+    # the uninterrupted run goes beside the one to kill: tests run one at a time
+    # on two cores, so each process gets a core of its own
+    uninterrupted = start(straight_root, rlvr_cache)
     proc = start(broken_root, rlvr_cache)
     wait_for_checkpoint(broken_root, SAVE_STEPS, proc)
     kill(proc)
+    straight = finish(uninterrupted, straight_root)
+    assert latest_complete_checkpoint(straight / "checkpoints").name == f"checkpoint-{MAX_STEPS}"
     (folder,) = [p.parent for p in broken_root.glob("*/*/config.yaml")]
     assert not (folder / "final").exists(), "the killed SFT must not have finished"
     done = int(latest_complete_checkpoint(folder / "checkpoints").name.split("-")[1])
