@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def step_end(cb: CheckpointOnSignal, step: int) -> TrainerControl:
     control = TrainerControl()
-    cb.on_step_end(None, SimpleNamespace(global_step=step), control)
+    cb.on_step_end(None, SimpleNamespace(global_step=step, is_world_process_zero=True), control)
     return control
 
 

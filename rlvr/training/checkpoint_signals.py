@@ -91,15 +91,11 @@ class CheckpointOnSignal(TrainerCallback):
         if stop:
             control.should_training_stop = True
             self.stopped_at = state.global_step
-            log.warning(
-                "the job is ending: checkpoint at step %d, then stop (requeued, it resumes)",
-                state.global_step,
-            )
-        elif due:
+        if stop and state.is_world_process_zero:
+            log.warning("the job is ending: checkpoint at step %d, then stop", state.global_step)
+        elif due and state.is_world_process_zero:
             minutes = self.every_s / 60
-            log.info(
-                "%.0f min since the last checkpoint: saving step %d", minutes, state.global_step
-            )
+            log.info("%.0f min since the last checkpoint: step %d", minutes, state.global_step)
         return control
 
     def on_save(self, args, state, control, **kwargs):
@@ -112,8 +108,9 @@ class CheckpointOnSignal(TrainerCallback):
 
 def exit_for_requeue(step: int) -> None:
     """End this process after the signal's checkpoint, with the status that says so."""
-    from rlvr.runs.folders import barrier
+    from rlvr.runs.folders import barrier, is_main_process
 
     barrier()  # every rank has written its part of the checkpoint
-    log.warning("checkpoint-%d saved; exiting with %d for the requeue", step, REQUEUE_EXIT)
+    if is_main_process():
+        log.warning("checkpoint-%d saved; exiting with %d for the requeue", step, REQUEUE_EXIT)
     raise SystemExit(REQUEUE_EXIT)
