@@ -212,3 +212,37 @@ def test_a_multinode_config_is_refused_without_slurm(tmp_path):
     with pytest.raises(ConfigError, match="study.launcher=slurm"):
         run_study(["experiment=m2rl_study", "study.dry_run=true", f"study.out_dir={tmp_path}",
                    "study.accelerate=multinode_fsdp2", "study.launcher=local"])  # fmt: skip
+
+
+def test_fsdp2_mixed_precision_holds_float32_masters_and_single_process_the_loaded_width():
+    run = composed("experiment=m2rl_study")
+    params = model_shape(run.model).parameters()
+    fsdp = plan_stage(run, "mixed", "mixed", 8).parts
+    assert fsdp["weights"] + fsdp["gradients"] + fsdp["optimizer"] == 16 * params / 8
+    assert fsdp["root unit"] > 0  # the tied embedding, gathered through the step
+    plain = plan_stage(run, "mixed", "mixed", 8, sharded=False).parts  # DDP, bf16 as loaded
+    assert plain["weights"] + plain["gradients"] + plain["optimizer"] == 8 * params
+    assert plain["ddp buckets"] == 2 * params and "root unit" not in plain
+
+
+def test_sdpa_counts_its_padded_rows_mask_and_flash_attention_does_not():
+    run = composed("experiment=m2rl_study", "trainer.micro_batch=2")
+    w = plan_stage(run, "mixed", "mixed", 8).workload
+    square = 2 * w.sequence**2
+    assert plan_stage(run, "mixed", "mixed", 8).parts["attention mask"] == square * (1 + 2)
+    flash = composed("experiment=m2rl_study", "trainer.micro_batch=2",
+                     "model.attn_implementation=flash_attention_2")  # fmt: skip
+    assert "attention mask" not in plan_stage(flash, "mixed", "mixed", 8).parts
+
+
+def test_auto_fits_inside_the_usable_fraction_less_the_margin():
+    from rlvr.planning.memory import GIB
+
+    run = composed("experiment=m2rl_study")
+    for kind in ("sft", "mixed", "distill"):
+        plan = plan_stage(run, kind, kind, 8)
+        assert plan.parts["margin"] == run.trainer.memory_margin_gib * GIB
+        assert plan.total <= run.trainer.device_memory_gib * run.trainer.device_usable_fraction * GIB
+    tight = composed("experiment=m2rl_study", "trainer.memory_margin_gib=60")
+    with pytest.raises(AssertionError):
+        assert plan_stage(tight, "mixed", "mixed", 8).fits

@@ -38,6 +38,11 @@ SAVED_PER_TOKEN = {"hidden": 4, "q": 3, "kv": 4, "intermediate": 4}
 # (3 x heads x sequence per token); flash and memory-efficient kernels (accelerators, and
 # PyTorch's CPU flash kernel, which scripts/calibrate_plan.py measures) keep O(1).
 MATH_ATTENTION_SAVED = 3
+# Short-lived temporaries the per-tensor counts miss (the fused head's casts and its loss, the
+# mask's conversions), as a share of the logits and attention-mask bytes: without it the
+# calibration measured up to 8% more than planned (scripts/calibrate_plan.py). Activations need
+# none: counting a layer's tensors with their gradients already errs high.
+TEMPORARY_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,7 @@ def memory(shape: ModelShape, w: Workload, device_bytes: float | None) -> dict[s
         if mask := attention_mask_bytes(shape, w):
             parts["attention mask"] = mask
         parts["logits"] = logits_bytes(shape, w)
+        parts["temporaries"] = TEMPORARY_SHARE * (parts.get("attention mask", 0) + parts["logits"])
     if w.reference:
         parts["reference"] = frozen
     if w.teachers:  # sharded like the student under FSDP (rlvr.distillation.teachers)
