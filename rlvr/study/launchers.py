@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from rlvr.study.manifest import LOGS, log_path, mark_done, mark_started, read_json
 from rlvr.study.plan import Stage
-from rlvr.training.requeue import REQUEST_ENV, SIGNAL
+from rlvr.training.requeue import REQUEST_ENV, SIGNAL, ask_and_wait
 
 
 @dataclass
@@ -119,10 +119,7 @@ class StageJob:
         job's end), then submitit requeues the same job, which resumes from that checkpoint."""
         from submitit.helpers import DelayedSubmission
 
-        self.request.parent.mkdir(parents=True, exist_ok=True)
-        self.request.touch()
-        if _RUNNING:
-            _wait_for_exit(_RUNNING[0], _job_end() - 15)
+        ask_and_wait(self.request, _RUNNING[0] if _RUNNING else None)
         return DelayedSubmission(self, *args, **kwargs)
 
 
@@ -134,27 +131,6 @@ def _stage_preexec() -> None:
     process mid-step: the trainer reads the request file instead (checkpoint_signals)."""
     _die_with_parent()
     signal.signal(SIGNAL, signal.SIG_IGN)
-
-
-def _wait_for_exit(pid: int, deadline: float) -> None:
-    """Until ``pid`` (a child) exited or ``deadline`` passed; it stays unreaped for its owner."""
-    while time.time() < deadline:
-        try:
-            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                return
-        except ChildProcessError:
-            return
-        time.sleep(0.5)
-
-
-def _job_end() -> float:
-    """When SLURM ends this job (epoch seconds); in 10 minutes where it does not say."""
-    try:
-        end = subprocess.run(["squeue", "-h", "-j", os.environ["SLURM_JOB_ID"], "-o", "%e"],
-                             capture_output=True, text=True, timeout=30).stdout.strip()  # fmt: skip
-        return time.mktime(time.strptime(end, "%Y-%m-%dT%H:%M:%S"))
-    except (KeyError, OSError, ValueError, subprocess.SubprocessError):
-        return time.time() + 600
 
 
 @contextmanager
