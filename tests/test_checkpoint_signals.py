@@ -44,6 +44,26 @@ def test_the_signal_saves_the_step_it_arrived_in_and_stops_there(monkeypatch):
     assert not cb.stopped_early(max_steps=2)  # the last step: the run ends as usual
 
 
+def test_in_a_submitit_job_its_own_handler_requeues_after_the_checkpoint(monkeypatch):
+    """Training inside the submitit job (Hydra's launcher): submitit's handler is held back
+    while the step finishes and saves, then runs (it requeues the job and exits)."""
+    from rlvr.training.checkpoint_signals import exit_for_requeue
+
+    monkeypatch.delenv(REQUEST_ENV, raising=False)
+    called: list[int] = []
+    previous = signal.signal(signal.SIGUSR2, lambda signum, frame: called.append(signum))
+    try:
+        cb = CheckpointOnSignal().install()
+        os.kill(os.getpid(), signal.SIGUSR2)
+        assert step_end(cb, 4).should_training_stop and called == []  # not yet: saving first
+        cb.uninstall()
+        with pytest.raises(SystemExit) as stop:
+            exit_for_requeue(4, cb.previous)
+        assert called == [signal.SIGUSR2] and stop.value.code == REQUEUE_EXIT
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+
+
 def test_a_request_file_asks_instead_and_leaves_the_signal_alone(tmp_path, monkeypatch):
     request = tmp_path / "stage.checkpoint-request"
     monkeypatch.setenv(REQUEST_ENV, str(request))

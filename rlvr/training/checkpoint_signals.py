@@ -22,6 +22,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from transformers import TrainerCallback
 
@@ -66,13 +67,19 @@ class CheckpointOnSignal(TrainerCallback):
         self.last_save = clock()
         self.signalled = False
         self.stopped_at: int | None = None  # the step saved and stopped at
+        self.previous: Any = None  # the handler install replaced (submitit's, in its job)
 
     def install(self) -> CheckpointOnSignal:
-        """Catch :data:`SIGNAL` in this process, unless a request file carries it instead
-        (then the signal stays ignored here and in every helper process started from here)."""
+        """Catch :data:`SIGNAL` in this process while it trains, unless a request file carries
+        it instead (then the signal stays ignored here and in every helper process started
+        from here)."""
         if self.request is None:
-            signal.signal(SIGNAL, self._on_signal)
+            self.previous = signal.signal(SIGNAL, self._on_signal)
         return self
+
+    def uninstall(self) -> None:
+        if self.request is None and self.previous is not None:
+            signal.signal(SIGNAL, self.previous)
 
     def _on_signal(self, signum, frame) -> None:
         self.signalled = True  # acted on at the step end: a handler must not do the work
@@ -106,11 +113,15 @@ class CheckpointOnSignal(TrainerCallback):
         return self.stopped_at is not None and (max_steps <= 0 or self.stopped_at < max_steps)
 
 
-def exit_for_requeue(step: int) -> None:
-    """End this process after the signal's checkpoint, with the status that says so."""
+def exit_for_requeue(step: int, previous: Any = None) -> None:
+    """End this process after the signal's checkpoint, with the status that says so. Where
+    training runs inside a submitit job itself (Hydra's submitit launcher), the handler it
+    held the signal from (submitit's) runs now: it requeues the job and exits."""
     from rlvr.runs.folders import barrier, is_main_process
 
     barrier()  # every rank has written its part of the checkpoint
     if is_main_process():
         log.warning("checkpoint-%d saved; exiting with %d for the requeue", step, REQUEUE_EXIT)
+    if callable(previous):
+        previous(SIGNAL, None)
     raise SystemExit(REQUEUE_EXIT)

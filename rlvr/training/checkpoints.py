@@ -94,9 +94,12 @@ def train_from(trainer, checkpoint: str | None, save_every_min: float = 0.0) -> 
     if not state or max_steps <= 0 or state.global_step < max_steps:
         ending = CheckpointOnSignal(save_every_min).install()
         trainer.add_callback(ending)
-        trainer.train(resume_from_checkpoint=checkpoint)
+        try:
+            trainer.train(resume_from_checkpoint=checkpoint)
+        finally:
+            ending.uninstall()
         if ending.stopped_early(max_steps):
-            exit_for_requeue(trainer.state.global_step)
+            exit_for_requeue(trainer.state.global_step, ending.previous)
         return
     if trainer.is_fsdp_enabled or trainer.is_deepspeed_enabled:
         # sharded weights load only into the wrapped model, which exists inside train()
