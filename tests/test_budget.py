@@ -123,6 +123,7 @@ def test_eval_merge_and_report_jobs_do_not_take_a_node(m2rl):
         assert kinds[kind]["cpus_per_task"] < base["cpus_per_task"]
     # a merge holds its five experts, the base and the result: ~8 GB each in bf16
     assert int(kinds["merge"]["slurm_mem"].rstrip("G")) >= 7 * 8
+    assert "analyze" not in kinds and "filter" not in kinds  # they load models: study.slurm
 
 
 def test_a_study_that_sets_no_node_wide_values_gets_none_added(tmp_path):

@@ -32,12 +32,12 @@ def resource_plan(
 # a whole node (slurm_mem 0, all GPUs): an evaluation runs the model under vLLM on one GPU
 # (host memory: the weights it loads and converts, vLLM's processes, the verifiers' workers);
 # a merge holds its input models, the base and the result in host memory (EVAL_MEM_GB,
-# MERGE_SLACK); a report reads JSON. study.slurm_by_kind overrides any of these.
+# MERGE_SLACK); a report reads JSON. Other kinds (filter, analyze: they load models, some on a
+# GPU) keep study.slurm. study.slurm_by_kind overrides any of these.
 KIND_DEFAULTS: dict[str, dict[str, Any]] = {
     "eval": {"gpus_per_node": 1, "cpus_per_task": 16},
     "merge": {"gpus_per_node": 0, "cpus_per_task": 8},
     "report": {"gpus_per_node": 0, "cpus_per_task": 2, "slurm_mem": "8G", "timeout_min": 60},
-    "analyze": {"gpus_per_node": 0, "cpus_per_task": 4, "slurm_mem": "16G"},
 }
 EVAL_MEM_GB = 64  # beyond the model's own weights (twice: loaded, then handed to vLLM)
 MERGE_SLACK = 1.5  # mergekit's temporaries over the models it holds, and 8 GB besides
@@ -76,7 +76,9 @@ def slurm_by_kind(
 
 
 def _needs(stage: Stage, stages: Sequence[Stage], configs: Mapping[str, RunConfig]) -> dict:
-    needs = dict(KIND_DEFAULTS.get(stage.kind, {"gpus_per_node": 0, "cpus_per_task": 4}))
+    if stage.kind not in KIND_DEFAULTS:  # e.g. filter: samples with the model, like training
+        return {}
+    needs = dict(KIND_DEFAULTS[stage.kind])
     gb = model_gb(configs[stage.name])
     if stage.kind == "eval":
         needs["slurm_mem"] = f"{math.ceil(2 * gb + EVAL_MEM_GB)}G"
