@@ -42,7 +42,7 @@ MATH_ATTENTION_SAVED = 3
 # mask's conversions), as a share of the logits and attention-mask bytes: without it the
 # calibration measured up to 8% more than planned (scripts/calibrate_plan.py). Activations need
 # none: counting a layer's tensors with their gradients already errs high.
-TEMPORARY_SHARE = 0.25
+TEMPORARY_SHARE = 0.3
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,12 @@ def activation_bytes(shape: ModelShape, w: Workload) -> int:
 
 
 def logits_bytes(shape: ModelShape, w: Workload) -> int:
-    if w.logits == "fused":  # float32 tiles of at most FUSED_HEAD_TOKENS tokens
+    if w.logits == "fused":  # tiles of at most FUSED_HEAD_TOKENS tokens: the projection at the
+        # compute width (bf16 under autocast or FSDP2's param_dtype), its temporaries in float32
         tokens = min(w.micro_batch * w.sequence, FUSED_HEAD_TOKENS)
         columns = min(shape.vocab_size, FUSED_HEAD_VOCAB)
-        return tokens * (FUSED_HEAD_VOCAB + FUSED_HEAD_TEMPORARIES * columns) * 4
+        tile = FUSED_HEAD_VOCAB * w.weight_bytes
+        return tokens * (tile + FUSED_HEAD_TEMPORARIES * columns * 4)
     # whole: the student's logits, their float32 log-softmax and its gradient; teachers' too
     rows = w.micro_batch * w.completion * shape.vocab_size
     student = rows * (w.weight_bytes + 4 + 4)
