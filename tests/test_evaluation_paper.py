@@ -184,8 +184,13 @@ def test_an_evaluation_killed_after_a_shard_resumes_and_ends_with_the_same_recor
     family, tmp_path
 ):
     base, _ = family
-    killed = tmp_path / "killed"
+    killed, whole = tmp_path / "killed", tmp_path / "whole"
     shards = killed / "eval" / "m" / ".micro_math.shards"
+    # the uninterrupted evaluation runs beside the one to kill: tests run one at a time on
+    # two cores, so each process gets a core of its own
+    whole_log = (tmp_path / "whole.log").open("w")
+    uninterrupted = subprocess.Popen(_evaluate_command(base, whole), cwd=REPO, env=ENV,
+                                     stdout=whole_log, stderr=subprocess.STDOUT)  # fmt: skip
     proc = subprocess.Popen(
         _evaluate_command(base, killed),
         cwd=REPO,
@@ -208,8 +213,9 @@ def test_an_evaluation_killed_after_a_shard_resumes_and_ends_with_the_same_recor
     assert not (killed / "eval" / "m" / "micro_math.json").exists()
 
     _run(_evaluate_command(base, killed))
-    whole = tmp_path / "whole"
-    _run(_evaluate_command(base, whole))
+    code = uninterrupted.wait(timeout=600)
+    whole_log.close()
+    assert code == 0, (tmp_path / "whole.log").read_text()[-3000:]
     resumed = json.loads((killed / "eval" / "m" / "micro_math.json").read_text())
     assert (resumed["shards"], resumed["shards_resumed"]) == (PROMPTS, written)
     uninterrupted = json.loads((whole / "eval" / "m" / "micro_math.json").read_text())
