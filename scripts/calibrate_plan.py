@@ -74,7 +74,6 @@ CASES = {
         Case("qwen2.5-0.5b-shape-1024-ckpt", QWEN05, 1, 1024, True),
         Case("tiny-256-autocast", TINY, 4, 256, precision="autocast"),
         Case("tiny-256-autocast-padded", TINY, 4, 256, precision="autocast", padded=True),
-        Case("tiny-512-ckpt-padded", TINY, 16, 512, True, padded=True),
         Case("qwen2-fsdp2-128", QWEN_VOCAB, 1, 128, precision="fsdp2"),
         Case("qwen2-fsdp2-256-ckpt-padded", QWEN_VOCAB, 1, 256, True, "fsdp2", True),
     )
