@@ -154,11 +154,13 @@ def _tiny_stage():
     return Stage("expert-math-seed0", "expert", "rlvr.train", (), (), Path("x"), ())
 
 
-def test_the_dry_run_stops_before_submitting_when_a_stage_is_over_budget(tmp_path):
+def test_the_dry_run_stops_before_submitting_when_a_stage_is_over_budget(tmp_path, monkeypatch):
     from rlvr.study.__main__ import run_study
+    from tests.support.m2rl_data import m2rl_local_data
 
+    data = m2rl_local_data(tmp_path / "data", monkeypatch)  # no domain may be empty
     argv = [*M2RL, f"study.out_dir={tmp_path}", "study.dry_run=true",
-            "study.slurm.slurm_max_num_timeout=3"]  # fmt: skip
+            "study.slurm.slurm_max_num_timeout=3", *data]  # fmt: skip
     with pytest.raises(ConfigError, match=r"stage expert-math-seed0 needs ~\d+ h on 1 node"):
         run_study(argv)
     assert not (tmp_path / "m2rl_study" / "study.json").exists()

@@ -178,11 +178,11 @@ def run_study(argv: list[str]) -> int:
             sys.stdout.write(budget + "\n")
         if fidelity:
             sys.stdout.write(format_text(fidelity) + "\n")
-    if s.launcher == "slurm" and not s.cancel:  # a stage that cannot finish in its limits
-        check_budgets(planned.budgets)
     if not s.cancel:  # an empty domain stops the study here too
         check_training_rows(run, argv, stages, sys.stdout)
     check_fits(resources)  # a stage that cannot fit stops the study here, before any queueing
+    if s.launcher == "slurm" and not s.cancel:  # ... and one that cannot finish in its limits
+        check_budgets(planned.budgets)
     preflight(run, argv, stages, resources, sys.stdout if s.dry_run else None)  # vLLM, Hub
     if s.dry_run:
         return 0
