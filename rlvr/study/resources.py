@@ -1,5 +1,7 @@
-"""The study's resources: every stage planned on the devices its launcher gives it, the SLURM
-parameters of each stage kind, and each training stage's time against its SLURM budget."""
+"""The study's resources: each stage's plan, SLURM parameters per kind, time against the budget.
+
+Every stage is planned on the devices its launcher gives it; each stage kind gets the SLURM
+parameters it needs; each training stage's estimate is set against its SLURM budget."""
 
 from __future__ import annotations
 
