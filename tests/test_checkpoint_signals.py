@@ -161,6 +161,7 @@ def test_on_slurm_a_stage_signalled_mid_run_resumes_from_the_signals_checkpoint(
     trains on from that checkpoint: every step once, the same number of steps in all."""
     from test_resume import OVERRIDES, guessing_model, records, run_dir
 
+    from rlvr.study import slurm
     from rlvr.study.launchers import StageJob, SubmititLauncher
     from rlvr.study.plan import Stage
 
@@ -189,11 +190,13 @@ def test_on_slurm_a_stage_signalled_mid_run_resumes_from_the_signals_checkpoint(
         assert time.time() < deadline, "the signal never reached the trainer"
         time.sleep(0.1)
     make_eligible(str(handle.job_id))
-    while (code := launcher.poll(handle)) is None:
-        assert time.time() < deadline + 120, "the requeued job never finished"
-        time.sleep(0.2)
+    seen = set()  # SLURM's states of the job while it is requeued and runs again
+    while not handle.paths.result_pickle.exists():
+        seen.update(slurm.job_states([str(handle.job_id)]).values())
+        assert time.time() < deadline + 120, f"the requeued job never finished: {seen}"
+        time.sleep(0.5)
     log = job.log.read_text()
-    assert code == 0, log[-3000:]
+    assert handle.result() == 0, log[-3000:]
 
     folder = run_dir(out)
     saved = int(re.search(r"checkpoint-(\d+) saved; exiting with 75", log).group(1))
@@ -209,12 +212,14 @@ def test_on_slurm_a_stage_signalled_mid_run_resumes_from_the_signals_checkpoint(
 
 def make_eligible(job: str) -> None:
     """SLURM holds a requeued job back (its launch credential's 120 s): once it is pending
-    again, start it at once, as a busy cluster would have started it later anyway."""
+    again and its last run has left the node (starting it sooner fails it), start it at once,
+    as a busy cluster would have started it later anyway."""
     deadline = time.time() + 60
     while time.time() < deadline:
         state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True,
                                text=True).stdout.strip()  # fmt: skip
-        if state == "PENDING":
+        node = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
+        if state == "PENDING" and node.stdout.strip() == "idle":  # the last run has left it
             subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)
             return
         time.sleep(0.2)  # still running or completing
