@@ -65,7 +65,8 @@ def slurm_conf(folder: Path, node: str, ports: list[int], cpus: int, memory_mb: 
         f"SlurmdUser={user}",
         "AuthType=auth/munge",
         "CredType=cred/munge",
-        f"AuthInfo=socket={folder / 'munge.socket'}",
+        # a requeued job may start again once its launch credential expires (default 120 s)
+        f"AuthInfo=socket={folder / 'munge.socket'},cred_expire=10",
         f"SlurmctldPort={ports[0]}",
         f"SlurmdPort={ports[1]}",
         f"StateSaveLocation={folder / 'state'}",
