@@ -242,7 +242,7 @@ def test_auto_fits_inside_the_usable_fraction_less_the_margin():
     for kind in ("sft", "mixed", "distill"):
         plan = plan_stage(run, kind, kind, 8)
         assert plan.parts["margin"] == run.trainer.memory_margin_gib * GIB
-        assert plan.total <= run.trainer.device_memory_gib * run.trainer.device_usable_fraction * GIB
+        usable = run.trainer.device_memory_gib * run.trainer.device_usable_fraction * GIB
+        assert plan.total <= usable
     tight = composed("experiment=m2rl_study", "trainer.memory_margin_gib=60")
-    with pytest.raises(AssertionError):
-        assert plan_stage(tight, "mixed", "mixed", 8).fits
+    assert not plan_stage(tight, "mixed", "mixed", 8).fits  # even one row leaves no margin

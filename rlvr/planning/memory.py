@@ -188,4 +188,3 @@ def forward_flops_per_token(shape: ModelShape, sequence: int) -> float:
     sequence on average (scores and values, 2 x 2 FLOPs per q element and key)."""
     attention = 2 * shape.num_hidden_layers * sequence * shape.q_dim
     return 2 * shape.parameters() + attention
-
