@@ -28,6 +28,11 @@ def no_workbench(monkeypatch, tmp_path):
     monkeypatch.setenv("RLVR_WORKBENCH_DATA", str(tmp_path / "no-csv-data"))
 
 
+def rows_section(printed: str) -> str:
+    """The dry run's rows-per-domain table (other sections name domains too)."""
+    return printed.split("training rows per domain", 1)[1]
+
+
 def test_m2rl_dry_run_without_local_math_and_agent_data_fails_naming_them(
     tmp_path, capsys, no_workbench
 ):
@@ -40,7 +45,7 @@ def test_m2rl_dry_run_without_local_math_and_agent_data_fails_naming_them(
     assert "RLVR_WORKBENCH_DATA" in message  # agent: where NeMo Gym's tables go
     for domain in ("code", "science", "instruction"):
         assert f"domain {domain}" not in message  # on the Hub: not counted, not failed
-    table = capsys.readouterr().out
+    table = rows_section(capsys.readouterr().out)
     math_line = next(line for line in table.splitlines() if line.strip().startswith("math "))
     assert " 0 " in math_line and "EMPTY" in math_line
     code_line = next(line for line in table.splitlines() if line.strip().startswith("code "))
@@ -51,7 +56,7 @@ def test_m2rl_dry_run_with_local_rows_passes_and_prints_their_count(tmp_path, ca
     data = m2rl_local_data(tmp_path / "data", monkeypatch, math_rows=3)  # rows_math: study-wide
     argv = ["experiment=m2rl_study", "study.dry_run=true", f"study.out_dir={tmp_path}", *data]
     assert run_study(argv) == 0
-    table = capsys.readouterr().out
+    table = rows_section(capsys.readouterr().out)
     math_line = next(line for line in table.splitlines() if line.strip().startswith("math "))
     assert math_line.split()[1] == "3" and "rows_math: 1 local file(s)" in math_line
     agent_line = next(line for line in table.splitlines() if line.strip().startswith("agent "))

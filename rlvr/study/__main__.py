@@ -151,6 +151,34 @@ def _lock(root: Path):
     return handle
 
 
+def check_before_queueing(planned: StudyPlan, argv: list[str]) -> None:
+    """Every check a study must pass before anything is written or queued: rows for each
+    planned domain, memory, the SLURM budget, vLLM servers and the Hub cache. All of them run
+    (a dry run prints each section), and one error lists every problem found."""
+    run, stages, s = planned.run, planned.stages, planned.run.study
+    out = sys.stdout if s.dry_run else None
+    problems: list[str] = []
+
+    def check(step, *args) -> bool:
+        try:
+            step(*args)
+        except ConfigError as err:
+            problems.append(str(err))
+            return False
+        return True
+
+    if not s.cancel:  # an empty domain
+        check(check_training_rows, run, argv, stages, sys.stdout)
+    fits = check(check_fits, planned.resources)  # a stage that cannot fit its device
+    if fits and s.launcher == "slurm" and not s.cancel:  # a stage that cannot end in its limits
+        check(check_budgets, planned.budgets)  # (a stage that does not fit has no step time)
+    check(preflight, run, argv, stages, planned.resources, out)  # vLLM servers, the Hub cache
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        raise ConfigError(f"{len(problems)} problems stop this study:\n- " + "\n- ".join(problems))
+
+
 def run_study(argv: list[str]) -> int:
     planned = plan(argv)
     run, stages, hashes, earlier, settings, commands, resources, fidelity = planned[:8]
@@ -178,12 +206,7 @@ def run_study(argv: list[str]) -> int:
             sys.stdout.write(budget + "\n")
         if fidelity:
             sys.stdout.write(format_text(fidelity) + "\n")
-    if not s.cancel:  # an empty domain stops the study here too
-        check_training_rows(run, argv, stages, sys.stdout)
-    check_fits(resources)  # a stage that cannot fit stops the study here, before any queueing
-    if s.launcher == "slurm" and not s.cancel:  # ... and one that cannot finish in its limits
-        check_budgets(planned.budgets)
-    preflight(run, argv, stages, resources, sys.stdout if s.dry_run else None)  # vLLM, Hub
+    check_before_queueing(planned, argv)
     if s.dry_run:
         return 0
     lock = _lock(root)
