@@ -231,7 +231,7 @@ def _auto_micro_batch(
             "(its config.json fields) or give trainer.micro_batch a number"
         )
     base = replace(_base_workload(run, kind, processes, sharded), adapters=_adapters(run, shape))
-    device = _device_bytes(run)
+    device = run.trainer.device_memory_gib * GIB
     usable = device * run.trainer.device_usable_fraction
     fixed = sum(_device_overheads(run).values())
     for micro in _cuts(rows):  # the largest cut whose parts, runtime and margin fit
@@ -313,9 +313,10 @@ def plan_stage(
     run: RunConfig, stage: str, kind: str, processes: int, sharded: bool = True
 ) -> StagePlan:
     """The plan of a stage of ``kind`` (host-only stages get an empty row)."""
-    usable = {"usable_fraction": run.trainer.device_usable_fraction}
+    usable = run.trainer.device_usable_fraction
     if kind in TRAINING:
-        return replace(plan_training(run, stage, kind, processes, sharded), **usable)
+        plan = plan_training(run, stage, kind, processes, sharded)
+        return replace(plan, usable_fraction=usable)
     if kind == "eval":
-        return replace(plan_eval(run, stage), **usable)
+        return replace(plan_eval(run, stage), usable_fraction=usable)
     return StagePlan(stage, kind, processes, note="host only (no accelerator)")
