@@ -302,7 +302,12 @@ def plan_eval(run: RunConfig, stage: str) -> StagePlan:
 
 
 def _seconds(
-    run: RunConfig, shape: ModelShape, w: Workload, rows: int, processes: int, kind: str,
+    run: RunConfig,
+    shape: ModelShape,
+    w: Workload,
+    rows: int,
+    processes: int,
+    kind: str,
     parts: dict[str, float] | None = None,
 ) -> float | None:
     """Wall seconds of a step (or an evaluation batch): rlvr.planning.step_time."""
