@@ -60,9 +60,12 @@ def test_the_stages_hub_models_and_datasets_are_listed_once():
 
 def test_an_empty_cache_lists_the_hub_model_with_the_prefetch_command(tmp_path):
     assert offline.missing([QWEN], tmp_path / "empty") == [QWEN]
-    lines = offline.missing_lines([QWEN], ["experiment=m2rl_study"])
+    argv = ["experiment=m2rl_study", "study.dry_run=true", "domains.math.data_files=[a b.jsonl]"]
+    lines = offline.missing_lines([QWEN], argv)
     assert "model Qwen/Qwen3-4B-Base" in "\n".join(lines)
-    assert lines[-1].endswith("python -m rlvr.prefetch experiment=m2rl_study")
+    # the study's overrides as a shell line, without the dry run that printed it
+    expected = "python -m rlvr.prefetch experiment=m2rl_study 'domains.math.data_files=[a b.jsonl]'"
+    assert lines[-1].endswith(expected)
 
 
 def test_a_snapshot_in_the_hub_cache_counts_as_present(tmp_path):

@@ -11,6 +11,7 @@ cache lacks.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -168,7 +169,9 @@ def missing_lines(items: list[HubItem], argv: Iterable[str]) -> list[str]:
     """The dry run's lines about the Hub cache (empty when nothing is missing)."""
     if not items:
         return []
-    command = " ".join([PREFETCH, *argv])
+    # the study's own overrides, quoted for a shell, without the dry run that printed this
+    kept = [shlex.quote(a) for a in argv if a.lstrip("+").split("=", 1)[0] != "study.dry_run"]
+    command = " ".join([PREFETCH, *kept])
     return [
         f"hub cache: {len(items)} named on the Hub and missing from this machine's cache "
         "(compute nodes without network need them there):",
