@@ -19,14 +19,13 @@ from rlvr.config import ConfigError
 from rlvr.study import offline
 from rlvr.study.commands import stage_config, user_overrides
 from rlvr.study.plan import build_plan
+from rlvr.study.study_config import load_study
 
 log = logging.getLogger("rlvr.prefetch")
 
 
 def study_items(argv: Sequence[str]) -> list[offline.HubItem]:
     """Every Hub model and dataset the study composed from ``argv`` names."""
-    from rlvr.study.__main__ import load_study  # the study's own composition and checks
-
     run = load_study(list(argv))
     base = user_overrides(argv)
     return offline.hub_items((s.kind, stage_config(base, s)) for s in build_plan(run))

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from hydra.errors import HydraException
-from omegaconf import OmegaConf
 
-from rlvr.config import ConfigError, RunConfig, validate
+from rlvr.config import ConfigError, RunConfig
 from rlvr.planning import StagePlan, assumptions, check_fits, format_plan
 from rlvr.planning.budget import (
     StageBudget,
@@ -31,7 +30,6 @@ from rlvr.study.arms import record_cascade_order
 from rlvr.study.commands import (
     accelerate_layout,
     command,
-    compose,
     hash_plan,
     hashed_settings,
     machines,
@@ -59,24 +57,10 @@ from rlvr.study.preflight import preflight
 from rlvr.study.progress import Progress, closing_screen, print_folder_preview, print_plan
 from rlvr.study.resources import resource_plan, slurm_by_kind, stage_budgets
 from rlvr.study.scheduler import Interrupted, run_stages
+from rlvr.study.study_config import load_study
 
 log = logging.getLogger("rlvr.study")
 REPO = Path(__file__).resolve().parents[2]
-
-
-def load_study(argv: list[str]) -> RunConfig:
-    """The study's own config (stage configs are composed per stage from the same overrides)."""
-    from rlvr.runs.cli import check_group_choices
-
-    check_group_choices(argv)
-    if not any(a.split("=", 1)[0].lstrip("+") == "experiment" for a in argv):
-        raise ConfigError(
-            "name the study: python -m rlvr.study experiment=tiny_study (the embedded model) "
-            "or experiment=m2rl_study (GPU clusters); add study.dry_run=true to see the plan"
-        )
-    run: RunConfig = OmegaConf.to_object(compose([*argv, "run_name=study"]))  # type: ignore[assignment]
-    validate(run, check_paths=False)
-    return run
 
 
 class StudyPlan(NamedTuple):
