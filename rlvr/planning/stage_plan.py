@@ -46,8 +46,15 @@ REMEDY = {
     "attention mask": "trainer.micro_batch=auto (or a smaller trainer.micro_batch), or "
     "model.attn_implementation=flash_attention_2 (no mask; needs the flash-attn package)",
 }
-for _part in ("gradients", "optimizer", "fsdp gather", "root unit", "reference", "ddp buckets",
-              "autocast copies"):  # fmt: skip
+for _part in (
+    "gradients",
+    "optimizer",
+    "fsdp gather",
+    "root unit",
+    "reference",
+    "ddp buckets",
+    "autocast copies",
+):
     REMEDY[_part] = REMEDY["weights"]
 
 
@@ -113,8 +120,11 @@ def _precision(run: RunConfig, sharded: bool) -> dict:
     without it, and outside FSDP, parameters stay as loaded (autocast computes in bf16)."""
     loaded = _loaded_bytes(run)
     master = 4 if sharded and run.trainer.bf16 else loaded
-    return {"master_bytes": master, "frozen_bytes": loaded,
-            "attention_mask": run.model.attn_implementation in MASKED_ATTENTION}  # fmt: skip
+    return {
+        "master_bytes": master,
+        "frozen_bytes": loaded,
+        "attention_mask": run.model.attn_implementation in MASKED_ATTENTION,
+    }
 
 
 def _adapters(run: RunConfig, shape: ModelShape) -> int:
@@ -123,8 +133,15 @@ def _adapters(run: RunConfig, shape: ModelShape) -> int:
     if not run.peft.enabled:
         return 0
     h, q, kv, i = shape.hidden_size, shape.q_dim, shape.kv_dim, shape.intermediate_size
-    widths = {"q_proj": h + q, "k_proj": h + kv, "v_proj": h + kv, "o_proj": q + h,
-              "gate_proj": h + i, "up_proj": h + i, "down_proj": i + h}  # fmt: skip
+    widths = {
+        "q_proj": h + q,
+        "k_proj": h + kv,
+        "v_proj": h + kv,
+        "o_proj": q + h,
+        "gate_proj": h + i,
+        "up_proj": h + i,
+        "down_proj": i + h,
+    }
     targets = list(run.peft.target_modules)
     named = widths if "all-linear" in targets else {k: widths[k] for k in targets if k in widths}
     return run.peft.r * shape.num_hidden_layers * sum(named.values())
@@ -274,7 +291,7 @@ def plan_training(
     rows = micro * accumulation * processes
     return StagePlan(
         stage, kind, processes, shape, w, rows, parts,
-        _seconds(run, shape, w, rows, processes, kind, parts), device,
+        step_seconds(run, shape, w, rows, processes, kind, parts), device,
     )  # fmt: skip
 
 
@@ -297,21 +314,18 @@ def plan_eval(run: RunConfig, stage: str) -> StagePlan:
         note = (f"prompt + eval.max_new_tokens = {sequence} tokens > the model's {limit} "
                 "positions: rlvr.evaluate clamps new tokens to the positions left after each "
                 "benchmark's longest prompt (logged)")  # fmt: skip
-    return StagePlan(stage, "eval", 1, shape, w, w.generation_rows, parts,
-                     _seconds(run, shape, w, w.generation_rows, 1, "eval"), device, note)  # fmt: skip
-
-
-def _seconds(
-    run: RunConfig,
-    shape: ModelShape,
-    w: Workload,
-    rows: int,
-    processes: int,
-    kind: str,
-    parts: dict[str, float] | None = None,
-) -> float | None:
-    """Wall seconds of a step (or an evaluation batch): rlvr.planning.step_time."""
-    return step_seconds(run, shape, w, rows, processes, kind, parts)
+    return StagePlan(
+        stage,
+        "eval",
+        1,
+        shape,
+        w,
+        w.generation_rows,
+        parts,
+        step_seconds(run, shape, w, w.generation_rows, 1, "eval"),
+        device,
+        note,
+    )
 
 
 def plan_stage(
