@@ -43,9 +43,16 @@ QWEN05 = {"vocab_size": 512, "hidden_size": 896, "num_hidden_layers": 24,
           "tie_word_embeddings": True, "model_type": "qwen2"}  # fmt: skip
 # a Qwen2 shape with a real-sized tied vocabulary (its root unit counts) and few tokens (bf16
 # matmuls are slow on CPUs without bf16 units), for the FSDP2 ranks
-QWEN_VOCAB = {"vocab_size": 32768, "hidden_size": 512, "num_hidden_layers": 8,
-              "num_attention_heads": 8, "num_key_value_heads": 2, "intermediate_size": 2048,
-              "tie_word_embeddings": True, "model_type": "qwen2"}  # fmt: skip
+QWEN_VOCAB = {
+    "vocab_size": 32768,
+    "hidden_size": 512,
+    "num_hidden_layers": 8,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "intermediate_size": 2048,
+    "tie_word_embeddings": True,
+    "model_type": "qwen2",
+}
 SMOLLM2 = {"vocab_size": 49152, "hidden_size": 576, "num_hidden_layers": 30,
            "num_attention_heads": 9, "num_key_value_heads": 3, "intermediate_size": 1536,
            "tie_word_embeddings": True, "model_type": "llama"}  # fmt: skip
@@ -199,12 +206,32 @@ def _free_port() -> int:
 def _measure_fsdp2(name: str, env: dict) -> int:
     """The larger rank's peak of two FSDP2 ranks (``tests.support.fsdp_on_cpu`` lets
     Accelerate pick FSDP for gloo CPU processes; the rest is Accelerate's and torch's code)."""
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-           str(REPO / "conf/accelerate/cpu_fsdp2.yaml"), "--num_processes", "2",
-           "--num_machines", "1", "--machine_rank", "0", "--main_process_ip", "127.0.0.1",
-           "--main_process_port", str(_free_port()), "--rdzv_backend", "static",
-           "--mixed_precision", "bf16", "-m", "tests.support.fsdp_on_cpu",
-           "scripts.calibrate_plan", "--measure-rank", name]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(REPO / "conf/accelerate/cpu_fsdp2.yaml"),
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--machine_rank",
+        "0",
+        "--main_process_ip",
+        "127.0.0.1",
+        "--main_process_port",
+        str(_free_port()),
+        "--rdzv_backend",
+        "static",
+        "--mixed_precision",
+        "bf16",
+        "-m",
+        "tests.support.fsdp_on_cpu",
+        "scripts.calibrate_plan",
+        "--measure-rank",
+        name,
+    ]
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env, timeout=600)
     peaks = [int(line.split()[1]) for line in out.stdout.splitlines() if line.startswith("peak ")]
     if out.returncode or len(peaks) != 2:
@@ -219,11 +246,20 @@ def workload(case: Case):
     width = {"fp32": (4, 4, 4), "autocast": (2, 4, 4), "fsdp2": (2, 4, 2)}[case.precision]
     compute, master, frozen = width
     fsdp = case.precision == "fsdp2"
-    return Workload(kind="train", processes=2 if fsdp else 1, sharded=fsdp,
-                    weight_bytes=compute, master_bytes=master, frozen_bytes=frozen,
-                    micro_batch=case.rows, accumulation=1, sequence=case.sequence,
-                    completion=case.sequence, checkpointing=case.checkpointing,
-                    attention_mask=case.padded)  # fmt: skip
+    return Workload(
+        kind="train",
+        processes=2 if fsdp else 1,
+        sharded=fsdp,
+        weight_bytes=compute,
+        master_bytes=master,
+        frozen_bytes=frozen,
+        micro_batch=case.rows,
+        accumulation=1,
+        sequence=case.sequence,
+        completion=case.sequence,
+        checkpointing=case.checkpointing,
+        attention_mask=case.padded,
+    )
 
 
 def predict(case: Case) -> dict[str, float]:
@@ -235,13 +271,23 @@ def predict(case: Case) -> dict[str, float]:
 
 def run_case(name: str) -> dict:
     """Measure ``name`` in fresh processes; predicted and measured bytes and their ratio."""
-    env = {"OMP_NUM_THREADS": "2", "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "disabled"}  # fmt: skip
+    env = {
+        "OMP_NUM_THREADS": "2",
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "WANDB_MODE": "disabled",
+    }
     if CASES[name].precision == "fsdp2":
         measured = _measure_fsdp2(name, env | {"OMP_NUM_THREADS": "1"})
     else:
-        out = subprocess.run([sys.executable, __file__, "--measure", name],
-                             capture_output=True, text=True, check=True, env=env)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, __file__, "--measure", name],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        )
         measured = int(out.stdout.strip().splitlines()[-1])
     parts = predict(CASES[name])
     predicted = sum(parts.values())

@@ -106,8 +106,11 @@ def test_the_dry_run_prints_gpu_hours_beside_the_papers(m2rl):
     text = budget_text(m2rl.run, m2rl.budgets, m2rl.slurm_by_kind)
     assert re.search(r"math +[\d,]+ \| 2,173", text)
     assert re.search(r"mixed +[\d,]+ \| 2,166", text)
-    assert re.search(r"mixed / separate experts \(math, code, science, instruction\): "
-                     r"[\d.]+% \| 33.2%", text)  # fmt: skip
+    assert re.search(
+        r"mixed / separate experts \(math, code, science, instruction\): "
+        r"[\d.]+% \| 33.2%",
+        text,
+    )
     assert "expert-math-seed0" in text and "fits" in text
 
 
@@ -159,8 +162,13 @@ def test_the_dry_run_stops_before_submitting_when_a_stage_is_over_budget(tmp_pat
     from tests.support.m2rl_data import m2rl_local_data
 
     data = m2rl_local_data(tmp_path / "data", monkeypatch)  # no domain may be empty
-    argv = [*M2RL, f"study.out_dir={tmp_path}", "study.dry_run=true",
-            "study.slurm.slurm_max_num_timeout=3", *data]  # fmt: skip
+    argv = [
+        *M2RL,
+        f"study.out_dir={tmp_path}",
+        "study.dry_run=true",
+        "study.slurm.slurm_max_num_timeout=3",
+        *data,
+    ]
     with pytest.raises(ConfigError, match=r"stage expert-math-seed0 needs ~\d+ h on 1 node"):
         run_study(argv)
     assert not (tmp_path / "m2rl_study" / "study.json").exists()

@@ -123,9 +123,16 @@ class Line:
                 trained.append(state.global_step)
 
         data = [{"x": torch.tensor([1.0, i]), "y": torch.tensor(float(i))} for i in range(64)]
-        args = TrainingArguments(str(out), max_steps=8, save_steps=100, report_to=[],
-                                 per_device_train_batch_size=2, use_cpu=True,
-                                 save_only_model=False, disable_tqdm=True)  # fmt: skip
+        args = TrainingArguments(
+            str(out),
+            max_steps=8,
+            save_steps=100,
+            report_to=[],
+            per_device_train_batch_size=2,
+            use_cpu=True,
+            save_only_model=False,
+            disable_tqdm=True,
+        )
         trainer = Trainer(Model(), args, train_dataset=data, callbacks=[Signal()])
         newest = latest_complete_checkpoint(out)
         try:
@@ -168,11 +175,25 @@ def test_on_slurm_a_stage_signalled_mid_run_resumes_from_the_signals_checkpoint(
     steps = 16
     cache, out, root = tmp_path / "cache", tmp_path / "runs", tmp_path / "study"
     settings = [o for o in OVERRIDES if not o.startswith(("trainer.max_steps", "trainer.save_"))]
-    argv = [sys.executable, "-m", "rlvr.train", *settings, "domains=[science]",
-            "algo.prompts_per_step=2", f"init_from={guessing_model(cache, tmp_path / 'start')}",
-            f"trainer.max_steps={steps}", "trainer.save_steps=100", f"paths.output_root={out}"]  # fmt: skip
-    env = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "disabled",
-           "RLVR_CACHE": str(cache), "OMP_NUM_THREADS": "1"}  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "rlvr.train",
+        *settings,
+        "domains=[science]",
+        "algo.prompts_per_step=2",
+        f"init_from={guessing_model(cache, tmp_path / 'start')}",
+        f"trainer.max_steps={steps}",
+        "trainer.save_steps=100",
+        f"paths.output_root={out}",
+    ]
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "WANDB_MODE": "disabled",
+        "RLVR_CACHE": str(cache),
+        "OMP_NUM_THREADS": "1",
+    }
     stage = Stage("expert", "expert", "rlvr.train", (), (), out, ())
     job = StageJob(root, stage, "hash", argv, env=env, cwd=str(REPO))
     launcher = SubmititLauncher(root, "slurm", 1, {"timeout_min": 30})
@@ -216,8 +237,9 @@ def make_eligible(job: str) -> None:
     as a busy cluster would have started it later anyway."""
     deadline = time.time() + 60
     while time.time() < deadline:
-        state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True,
-                               text=True).stdout.strip()  # fmt: skip
+        state = subprocess.run(
+            ["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True
+        ).stdout.strip()
         node = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
         if state == "PENDING" and node.stdout.strip() == "idle":  # the last run has left it
             subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)

@@ -189,8 +189,13 @@ def test_an_evaluation_killed_after_a_shard_resumes_and_ends_with_the_same_recor
     # the uninterrupted evaluation runs beside the one to kill: tests run one at a time on
     # two cores, so each process gets a core of its own
     whole_log = (tmp_path / "whole.log").open("w")
-    uninterrupted = subprocess.Popen(_evaluate_command(base, whole), cwd=REPO, env=ENV,
-                                     stdout=whole_log, stderr=subprocess.STDOUT)  # fmt: skip
+    uninterrupted = subprocess.Popen(
+        _evaluate_command(base, whole),
+        cwd=REPO,
+        env=ENV,
+        stdout=whole_log,
+        stderr=subprocess.STDOUT,
+    )
     proc = subprocess.Popen(
         _evaluate_command(base, killed),
         cwd=REPO,

@@ -18,8 +18,10 @@ calibrate = load_script("calibrate_plan")
 )
 def test_the_plan_never_under_predicts_and_errs_high_by_at_most_a_quarter(case):
     row = calibrate.run_case(case)
-    print(f"{case}: predicted {row['predicted'] / 2**30:.3f} GiB, measured "
-          f"{row['measured'] / 2**30:.3f} GiB, ratio {row['ratio']:.3f}")  # fmt: skip
+    print(
+        f"{case}: predicted {row['predicted'] / 2**30:.3f} GiB, measured "
+        f"{row['measured'] / 2**30:.3f} GiB, ratio {row['ratio']:.3f}"
+    )
     assert 1.0 <= row["ratio"] <= 1.25, row
 
 

@@ -230,8 +230,11 @@ def test_sdpa_counts_its_padded_rows_mask_and_flash_attention_does_not():
     w = plan_stage(run, "mixed", "mixed", 8).workload
     square = 2 * w.sequence**2
     assert plan_stage(run, "mixed", "mixed", 8).parts["attention mask"] == square * (1 + 2)
-    flash = composed("experiment=m2rl_study", "trainer.micro_batch=2",
-                     "model.attn_implementation=flash_attention_2")  # fmt: skip
+    flash = composed(
+        "experiment=m2rl_study",
+        "trainer.micro_batch=2",
+        "model.attn_implementation=flash_attention_2",
+    )
     assert "attention mask" not in plan_stage(flash, "mixed", "mixed", 8).parts
 
 

@@ -95,9 +95,12 @@ def test_a_server_the_study_does_not_start_is_refused_with_its_command():
 def test_mt_opd_teacher_servers_the_study_does_not_start_are_refused_with_their_commands():
     experts = [f"++distill.teachers.{d}=/study/experts/{d}-seed0/final" for d in ("math", "code")]
     run = composed(
-        "experiment=m2rl_study", "domains=[m2rl/math,m2rl/code]", "distill.teacher_device=server",
-        "++distill.teacher_servers.math=http://teachers:8101", *experts,
-    )  # fmt: skip
+        "experiment=m2rl_study",
+        "domains=[m2rl/math,m2rl/code]",
+        "distill.teacher_device=server",
+        "++distill.teacher_servers.math=http://teachers:8101",
+        *experts,
+    )
     stage = Stage("mt_opd-seed0", "distill", "rlvr.distill", (), (), Path("/x"), ())
     [problem] = _teacher_servers(run, stage)
     assert "trl vllm-serve --model /study/experts/code-seed0/final --port 8101" in problem

@@ -46,9 +46,12 @@ def generation_forwards(run: RunConfig, kind: str) -> int:
 
 
 def rows_in_flight(
-    run: RunConfig, shape: ModelShape, w: Workload, rows: int,
+    run: RunConfig,
+    shape: ModelShape,
+    w: Workload,
+    rows: int,
     parts: Mapping[str, float] | None = None,
-) -> int:  # fmt: skip
+) -> int:
     """Rows one generating device decodes at once: vLLM's paged cache holds the tokens rows
     reach (the planned completion length), the in-process sampler every row it samples. A
     colocated engine's KV cache is the one rlvr.planning.vllm plans beside training's parts."""
@@ -77,9 +80,12 @@ def _completion(run: RunConfig, w: Workload) -> int:
 
 
 def sampling_seconds(
-    run: RunConfig, shape: ModelShape, w: Workload, rows: int,
+    run: RunConfig,
+    shape: ModelShape,
+    w: Workload,
+    rows: int,
     parts: Mapping[str, float] | None = None,
-) -> float:  # fmt: skip
+) -> float:
     """Seconds one generating device takes to sample its ``rows`` (waves of rows in flight)."""
     t = run.trainer
     assert t.device_tflops

@@ -111,9 +111,13 @@ def profile_bytes(shape: ModelShape, rows: int, weight_bytes: int) -> int:
 
 
 def engine_plan(
-    run: RunConfig, shape: ModelShape, parts: Mapping[str, float], device_bytes: float,
-    rows: int, sequence: int,
-) -> EnginePlan:  # fmt: skip
+    run: RunConfig,
+    shape: ModelShape,
+    parts: Mapping[str, float],
+    device_bytes: float,
+    rows: int,
+    sequence: int,
+) -> EnginePlan:
     """The colocated engine of a training stage planned at ``parts`` (bytes per device) with
     ``rows`` to sample per device per step of ``sequence`` tokens at most. Raises when the
     engine and what training keeps between steps cannot share the device."""
@@ -129,10 +133,16 @@ def engine_plan(
     engine = utilization * device_bytes
     kv = engine - shape.parameters() * weight_bytes - profile_bytes(shape, rows, weight_bytes)
     plan = EnginePlan(
-        utilization, is_auto(run), bool(t.vllm_enable_sleep_mode), engine, max(kv, 0.0),
-        int(max(kv, 0.0) // kv_token_bytes(shape, weight_bytes)), sequence, rows,
+        utilization,
+        is_auto(run),
+        bool(t.vllm_enable_sleep_mode),
+        engine,
+        max(kv, 0.0),
+        int(max(kv, 0.0) // kv_token_bytes(shape, weight_bytes)),
+        sequence,
+        rows,
         resident + OUTSIDE_BYTES + engine,
-    )  # fmt: skip
+    )
     if kv <= 0 or plan.kv_tokens < sequence:
         raise ConfigError(
             f"vLLM at trainer.vllm_gpu_memory_utilization={utilization:.2f} holds "

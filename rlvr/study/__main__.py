@@ -102,8 +102,9 @@ def plan(argv: list[str]) -> StudyPlan:
     fidelity = study_fidelity(run, stages, configs)
     by_kind = slurm_by_kind(run, stages, configs)
     budgets = stage_budgets(run, stages, configs, resources, by_kind)
-    return StudyPlan(run, stages, hashes, earlier, settings, commands, resources, fidelity,
-                     by_kind, budgets)  # fmt: skip
+    return StudyPlan(
+        run, stages, hashes, earlier, settings, commands, resources, fidelity, by_kind, budgets
+    )
 
 
 def budget_text(
@@ -209,8 +210,7 @@ def run_study(argv: list[str]) -> int:
     summary = {"experiment": run.experiment, "argv": argv, "launcher": s.launcher, **vars(s),
                "environment": environment()}  # fmt: skip
     manifest = Manifest.create(root, summary, stages, hashes, commands)
-    launcher = make_launcher(s.launcher, root, s.jobs, s.slurm, planned.slurm_by_kind,
-                             s.warm_start)  # fmt: skip
+    launcher = make_launcher(s.launcher, root, s.jobs, s.slurm, planned.slurm_by_kind, s.warm_start)
     jobs = {
         st.name: StageJob(
             root, st, hashes[st.name], commands[st.name], thread_env(s.jobs, launcher, st),

@@ -107,8 +107,14 @@ class StageJob:
         log.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.env, REQUEST_ENV: str(self.request)}
         with log.open("a") as fh:
-            proc = subprocess.Popen(argv, cwd=self.cwd, env=env, stdout=fh,
-                                    stderr=subprocess.STDOUT, preexec_fn=_stage_preexec)  # fmt: skip
+            proc = subprocess.Popen(
+                argv,
+                cwd=self.cwd,
+                env=env,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_stage_preexec,
+            )
             _RUNNING[:] = [proc.pid]
             with proc:
                 return proc.wait()

@@ -143,9 +143,12 @@ def fetch(items: Iterable[HubItem], cache_dir: str | Path | None = None) -> list
         patterns = MODEL_FILES if item.kind == "model" else None
         try:
             snapshot_download(
-                item.repo_id, repo_type=item.repo_type, revision=item.revision,
-                allow_patterns=patterns, cache_dir=cache_dir,
-            )  # fmt: skip
+                item.repo_id,
+                repo_type=item.repo_type,
+                revision=item.revision,
+                allow_patterns=patterns,
+                cache_dir=cache_dir,
+            )
             for use in item.uses:  # the datasets cache the stages read offline
                 _prepare(item, use)
         except Exception as err:  # noqa: BLE001 - every Hub/network failure is reported alike

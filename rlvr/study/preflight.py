@@ -83,8 +83,13 @@ def _server_problems(stages: Sequence[Stage], configs: dict[str, RunConfig], run
     return problems
 
 
-def preflight(run: RunConfig, argv: Sequence[str], stages: Sequence[Stage],
-              resources: Sequence[StagePlan], out: TextIO | None) -> None:  # fmt: skip
+def preflight(
+    run: RunConfig,
+    argv: Sequence[str],
+    stages: Sequence[Stage],
+    resources: Sequence[StagePlan],
+    out: TextIO | None,
+) -> None:
     """Print (``out``) each colocated engine's share and KV capacity and what the Hub cache
     lacks; raise when an engine cannot share its device or a needed server is not set up.
     ``run``: the study's config; ``argv``: the study command's arguments."""

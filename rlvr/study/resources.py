@@ -107,9 +107,12 @@ def _gb(value: Any) -> float:
 
 
 def stage_budgets(
-    run: RunConfig, stages: Sequence[Stage], configs: Mapping[str, RunConfig],
-    plans: Sequence[StagePlan], by_kind: Mapping[str, Mapping[str, Any]],
-) -> list[StageBudget]:  # fmt: skip
+    run: RunConfig,
+    stages: Sequence[Stage],
+    configs: Mapping[str, RunConfig],
+    plans: Sequence[StagePlan],
+    by_kind: Mapping[str, Mapping[str, Any]],
+) -> list[StageBudget]:
     """Each training stage's estimate against its SLURM budget (stages with a step time)."""
     by_name = {p.stage: p for p in plans}
     budgets = []
@@ -121,9 +124,19 @@ def stage_budgets(
         nodes = machines(s, run.study.accelerate)
         cfg = configs[s.name]
         signal = float(params.get("slurm_signal_delay_s", 90))  # submitit's default
-        budgets.append(StageBudget(
-            s.name, s.kind, p.processes, nodes, s.total_steps, p.step_seconds,
-            float(params.get("timeout_min", 5)), int(params.get("slurm_max_num_timeout", 3)),
-            cfg.trainer.plan_overhead_min, lost_minutes(cfg, p.step_seconds, signal), signal,
-        ))  # fmt: skip
+        budgets.append(
+            StageBudget(
+                s.name,
+                s.kind,
+                p.processes,
+                nodes,
+                s.total_steps,
+                p.step_seconds,
+                float(params.get("timeout_min", 5)),
+                int(params.get("slurm_max_num_timeout", 3)),
+                cfg.trainer.plan_overhead_min,
+                lost_minutes(cfg, p.step_seconds, signal),
+                signal,
+            )
+        )
     return budgets

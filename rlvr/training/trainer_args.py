@@ -51,9 +51,13 @@ def vllm_utilization(run: RunConfig, kind: str) -> float:
     plan = plan_stage(run, "run", kind, world_size(), sharded())
     w = plan.workload  # None where the model's shape is unknown: auto then says what to set
     return vllm.resolved_utilization(
-        run, plan.parts if w else None, shape=plan.shape, device_bytes=plan.device_bytes,
-        rows=w.generation_rows if w else 0, sequence=w.sequence if w else 0,
-    )  # fmt: skip
+        run,
+        plan.parts if w else None,
+        shape=plan.shape,
+        device_bytes=plan.device_bytes,
+        rows=w.generation_rows if w else 0,
+        sequence=w.sequence if w else 0,
+    )
 
 
 def trainer_arguments(
