@@ -1,4 +1,4 @@
-"""Instruction-following adapters: IFEval, IFBench and allenai RLVR-IFeval.
+"""Instruction-following adapters: IFEval, IFBench, allenai RLVR-IFeval and generated rows.
 
 Every reference is checked against the instruction table as it is built: a row naming an
 instruction id the table lacks, or arguments it rejects, is a counted drop, not a
@@ -13,7 +13,7 @@ from typing import Any
 from tasks.adapters.common import col, json_field, messages_of, text
 from tasks.prompts import build_prompt
 from tasks.quality import SkipRow
-from tasks.registry import RowContext, TaskSpec, register_task
+from tasks.registry import LoadRequest, RowContext, TaskSpec, register_task
 from verifiers.ifeval import InvalidReferenceError, UnsupportedInstructionError, parse_reference
 
 # RLVR-IFeval names each constraint by its checker function (open-instruct's naming); these
@@ -152,6 +152,21 @@ def rlvr_ifeval(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
     return ctx.row(messages, scorable(ref))
 
 
+IFGEN_DEFAULT_N = 2000
+
+
+def read_ifgen(req: LoadRequest, spec: TaskSpec):
+    from tasks.ifgen.rows import generate
+
+    return generate(req.limit or IFGEN_DEFAULT_N, req.seed, req.split)
+
+
+def ifgen(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
+    return ctx.row(
+        build_prompt("instruction", raw["prompt"]), scorable(raw["reference"]), raw["key"]
+    )
+
+
 def _if(name: str, adapt, **kw: Any) -> TaskSpec:
     return register_task(
         TaskSpec(
@@ -195,3 +210,15 @@ _if(
     hub_id="allenai/RLVR-IFeval",
     required_columns=("messages", "ground_truth"),
 )
+for _name, _split in (("ifgen", "train"), ("ifgen_heldout", "test")):
+    _if(
+        _name,
+        ifgen,
+        source="tasks.ifgen: templated requests with IFEval/IFEvalG constraints",
+        split=_split,
+        read=read_ifgen,
+        description=(
+            "generated requests (genre x topic) with 1-3 sampled constraints and an unstated "
+            "content check; ifgen_heldout's requests never appear in ifgen"
+        ),
+    )

@@ -86,6 +86,7 @@ def _draw_kwargs(rng: random.Random, instruction_id: str) -> dict[str, Any]:
         "keywords": lambda: [phrase(rng) for _ in range(rng.randint(1, 5))],
         "forbidden_words": lambda: [phrase(rng) for _ in range(rng.randint(1, 30))],
         "keyword": lambda: phrase(rng),
+        "topic_words": lambda: [phrase(rng) for _ in range(rng.randint(1, 4))],
         "letter": lambda: rng.choice(LETTERS),
         "language": lambda: rng.choice(LANGUAGES),
         "postscript_marker": lambda: rng.choice(["P.S.", "P.P.S", phrase(rng)]),

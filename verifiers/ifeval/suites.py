@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from verifiers.ifeval.checks_content import CONTENT_CHECKS
 from verifiers.ifeval.checks_ifbench_custom import IFBENCH_CUSTOM_CHECKS
 from verifiers.ifeval.checks_ifbench_format import IFBENCH_FORMAT_CHECKS
 from verifiers.ifeval.checks_ifbench_sentences import IFBENCH_SENTENCE_CHECKS
@@ -42,4 +43,5 @@ def _merge(*tables: dict[str, Callable[..., bool]]) -> dict[str, Callable[..., b
     return merged
 
 
-CHECKS: dict[str, Callable[..., bool]] = _merge(_IFEVAL, IFEVALG_CHECKS, _IFBENCH)
+# CONTENT_CHECKS: what generated training rows add unstated (no benchmark uses them)
+CHECKS: dict[str, Callable[..., bool]] = _merge(_IFEVAL, IFEVALG_CHECKS, _IFBENCH, CONTENT_CHECKS)

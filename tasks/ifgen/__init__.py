@@ -1,0 +1,1 @@
+"""Generated instruction-following training data: natural requests with verifiable constraints."""
