@@ -2,6 +2,10 @@
 
     python scripts/bench_grpo.py [--steps 12] [--sft-steps 150] [--init-from FOLDER]
     python scripts/bench_grpo.py --init-from smollm2-135m-instruct --scenarios math --arms bare rlvr --steps 3
+    python scripts/bench_grpo.py ... --set trainer.micro_batch=auto trainer.device_memory_gib=6
+
+``--set``: Hydra overrides for every arm (bare's ``GRPOConfig`` is converted from the same
+config, so a memory setting such as ``trainer.micro_batch`` applies to both).
 
 Both arms train the same SFT'd tiny model on the same rows with the same ``GRPOConfig``
 (rlvr's conversion of one composed config, so batch, group, lengths and optimiser agree):
@@ -74,11 +78,14 @@ ARMS = {
 }
 
 
-def arm_overrides(arm: str, scenario: str, init_from: str, steps: int, out: Path) -> list[str]:
+def arm_overrides(
+    arm: str, scenario: str, init_from: str, steps: int, out: Path, extra: list[str]
+) -> list[str]:
     return [
         *COMMON,
         *SCENARIOS[scenario],
         *ARMS[arm],
+        *extra,
         f"init_from={init_from}",
         f"trainer.max_steps={steps}",
         f"paths.output_root={out}",
@@ -208,7 +215,9 @@ def arm_main(args: argparse.Namespace) -> None:
 
     configure_threads()  # as every entry point does
     out = Path(args.out)
-    overrides = arm_overrides(args.arm, args.scenario, args.init_from, args.steps, out)
+    overrides = arm_overrides(
+        args.arm, args.scenario, args.init_from, args.steps, out, args.set or []
+    )
     result = run_bare(overrides, out) if args.arm == "bare" else run_rlvr(overrides, out, args.arm)
     result["self_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     (out / f"{args.arm}.json").write_text(json.dumps(result))
@@ -234,10 +243,13 @@ def tree_peak_rss(proc: subprocess.Popen, peak: list[float]) -> None:
         pass
 
 
-def launch(arm: str, scenario: str, init_from: str, steps: int, out: Path) -> dict:
+def launch(
+    arm: str, scenario: str, init_from: str, steps: int, out: Path, extra: list[str]
+) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, __file__, "--arm", arm, "--scenario", scenario]
     cmd += ["--init-from", init_from, "--steps", str(steps), "--out", str(out)]
+    cmd += ["--set", *extra] if extra else []
     log = (out / f"{arm}.log").open("w")
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
     peak = [0.0]
@@ -305,6 +317,9 @@ def main() -> None:
         "--arms", nargs="+", choices=list(ARMS), default=list(ARMS),
         help="a subset of the arms (a real model's steps are long): bare and rlvr at least",
     )  # fmt: skip
+    parser.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="Hydra overrides for every arm"
+    )
     parser.add_argument("--arm", choices=sorted(ARMS), help=argparse.SUPPRESS)
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -326,10 +341,13 @@ def main() -> None:
     results = {}
     for scenario in args.scenarios:
         for arm in args.arms:
-            results[scenario, arm] = launch(arm, scenario, init_from, args.steps, work / scenario)
+            results[scenario, arm] = launch(
+                arm, scenario, init_from, args.steps, work / scenario, args.set
+            )
 
     print(
         f"cpu cores: {os.cpu_count()}  load average: {os.getloadavg()[0]:.2f}  steps: {args.steps}"
+        + (f"  set: {' '.join(args.set)}" if args.set else "")
     )
     header = f"{'arm':<26} {'steps/s':>8} {'step s':>7} {'gen s':>6} {'reward s':>7}"
     header += f" {'update s':>7} {'reward%':>8} {'ahead s':>7}"

@@ -249,3 +249,21 @@ def test_auto_fits_inside_the_usable_fraction_less_the_margin():
         assert plan.total <= usable
     tight = composed("experiment=m2rl_study", "trainer.memory_margin_gib=60")
     assert not plan_stage(tight, "mixed", "mixed", 8).fits  # even one row leaves no margin
+
+
+def test_on_cpu_auto_cuts_a_real_model_step_into_the_ram_given():
+    """On CPU the device is the host: a SmolLM2 step of 64 rows that needs 20 GiB at once is cut
+    into micro-batches that fit 6 GiB, counting the CPU runtime (1 GiB), not CUDA's (2 GiB)."""
+    from rlvr.planning.memory import GIB
+
+    step = ["model=smollm2-135m-instruct", "algo.prompts_per_step=8", "algo.num_generations=8"]
+    step += ["algo.max_completion_length=64", "trainer.plan_prompt_tokens=100"]
+    whole = plan_stage(composed(*step, "trainer.device_memory_gib=100"), "run", "rl", 1)
+    assert whole.workload.micro_batch == 64 and whole.total > 6 * GIB
+    run = composed(*step, "trainer.micro_batch=auto", "trainer.device_memory_gib=6")
+    plan = plan_stage(run, "run", "rl", 1)
+    assert plan.parts["runtime"] == 1 * GIB and plan.fits and plan.total <= 6 * 0.98 * GIB
+    micro, accumulation = micro_steps(run, "rl", 1)
+    assert micro * accumulation == 64 and 1 <= micro < 64
+    gpu = plan_stage(composed(*step, "trainer=gpu"), "run", "rl", 1)
+    assert gpu.parts["runtime"] == 2 * GIB

@@ -120,6 +120,9 @@ def _check_positive(run: RunConfig) -> None:
         "algo.vllm_importance_sampling_clip_max": run.algo.vllm_importance_sampling_clip_max > 0,
         "trainer.max_steps": run.trainer.max_steps >= 0,
         "trainer.max_infra_error_rate": 0 <= run.trainer.max_infra_error_rate <= 1,
+        "trainer.device_usable_fraction": 0 < run.trainer.device_usable_fraction <= 1,
+        "trainer.memory_margin_gib": run.trainer.memory_margin_gib >= 0,
+        "trainer.device_runtime_gib": run.trainer.device_runtime_gib >= 0,
         "eval.k": run.eval.k >= 1,
         "eval.temperature": run.eval.temperature >= 0,  # 0: greedy decoding alone
         "eval.top_p": 0 < run.eval.top_p <= 1,

@@ -96,6 +96,10 @@ class TrainerConfig:
     # peaks the counts miss); trainer.micro_batch=auto fits inside it.
     device_usable_fraction: float = 0.98
     memory_margin_gib: float = 4.0
+    # what the device holds beside the workload: 2 GiB on an accelerator (CUDA context, cuBLAS
+    # workspaces, NCCL buffers); on CPU the trainer's resident interpreter and libraries
+    # (conf/trainer/cpu.yaml), where device_memory_gib is the RAM the trainer may use
+    device_runtime_gib: float = 2.0
     # Final models' dtype (rlvr.training.saving): auto = the dtype training ran in (bf16 under
     # trainer.bf16, else as model.dtype loaded it); float32 | bfloat16 | float16 force one.
     save_dtype: str = "auto"

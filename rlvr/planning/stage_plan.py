@@ -31,7 +31,6 @@ def sharded() -> bool:
     return os.environ.get("ACCELERATE_USE_FSDP", "").lower() in ("1", "true")
 
 
-RUNTIME_BYTES = 2 * GIB  # CUDA context, cuBLAS workspaces, NCCL buffers (accelerators)
 # attention implementations that build a B x 1 x S x S mask for padded rows (None: sdpa)
 MASKED_ATTENTION = (None, "sdpa", "eager")
 # what to change when a component does not fit
@@ -265,10 +264,11 @@ def _device_bytes(run: RunConfig) -> float | None:
 
 def _device_overheads(run: RunConfig) -> dict[str, float]:
     """What a device holds beside the workload (none where the plan checks no device): the
-    runtime (CUDA context, cuBLAS workspaces, NCCL buffers) and the margin kept free."""
-    if not run.trainer.device_memory_gib:
+    runtime (``trainer.device_runtime_gib``) and the margin kept free."""
+    t = run.trainer
+    if not t.device_memory_gib:
         return {}
-    return {"runtime": RUNTIME_BYTES, "margin": run.trainer.memory_margin_gib * GIB}
+    return {"runtime": t.device_runtime_gib * GIB, "margin": t.memory_margin_gib * GIB}
 
 
 def _unknown_shape(run: RunConfig, stage: str, kind: str, processes: int) -> StagePlan:
