@@ -53,6 +53,7 @@ def make_row(genre: Genre, topic: Topic, rng: random.Random) -> dict[str, Any]:
         "instruction_id_list": [c.instruction_id for _, c in drawn] + [CONTENT_ID],
         "kwargs": [c.kwargs for _, c in drawn] + [content],
         "prompt": prompt,
+        "request": base,
         "families": [f.name for f, _ in drawn],
     }
     key = hashlib.sha256(prompt.encode()).hexdigest()[:16]
