@@ -47,7 +47,7 @@ def test_importing_verifiers_and_tasks_loads_no_torch():
 # The verbs a user runs (``python -m rlvr.<verb>``): recipes that call building blocks.
 VERBS = {
     "train", "sft", "distill", "merge", "evaluate", "analyze", "report", "filter", "calibrate",
-    "data_report", "prefetch",
+    "data_report",
 }  # fmt: skip
 
 

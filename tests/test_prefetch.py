@@ -10,9 +10,8 @@ import pytest
 from huggingface_hub import scan_cache_dir, try_to_load_from_cache
 from omegaconf import OmegaConf
 
-from rlvr import prefetch
 from rlvr.config import ConfigError, RunConfig
-from rlvr.study import offline
+from rlvr.study import offline, prefetch
 from rlvr.study.commands import compose
 
 QWEN = offline.HubItem("model", "Qwen/Qwen3-4B-Base")
@@ -64,7 +63,7 @@ def test_an_empty_cache_lists_the_hub_model_with_the_prefetch_command(tmp_path):
     lines = offline.missing_lines([QWEN], argv)
     assert "model Qwen/Qwen3-4B-Base" in "\n".join(lines)
     # the study's overrides as a shell line, without the dry run that printed it
-    expected = "python -m rlvr.prefetch experiment=m2rl_study 'domains.math.data_files=[a b.jsonl]'"
+    expected = "python -m rlvr.study.prefetch experiment=m2rl_study 'domains.math.data_files=[a b.jsonl]'"
     assert lines[-1].endswith(expected)
 
 

@@ -2,7 +2,7 @@
 
 Compute nodes are often offline. Every model (with its tokenizer) and every dataset a stage
 names on the Hub is listed from the stages' own configs; local folders, the embedded model,
-packaged models and the study's own outputs are not the Hub's to fetch. ``rlvr.prefetch``
+packaged models and the study's own outputs are not the Hub's to fetch. ``rlvr.study.prefetch``
 downloads what is missing into the Hub cache (``HF_HOME`` / ``HF_HUB_CACHE``) on a machine
 with network; the stages then run with ``HF_HUB_OFFLINE=1``, and every dry run lists what the
 cache lacks.
@@ -21,7 +21,7 @@ from rlvr.config import RunConfig
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 # what a model needs offline: weights, config, tokenizer and chat template (no .bin/.pth twins)
 MODEL_FILES = ["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.jinja", "*.py"]
-PREFETCH = "python -m rlvr.prefetch"
+PREFETCH = "python -m rlvr.study.prefetch"
 
 
 @dataclass(frozen=True, order=True)

@@ -1,4 +1,4 @@
-"""``python -m rlvr.prefetch experiment=m2rl_study``: fetch what a study reads from the Hub.
+"""``python -m rlvr.study.prefetch experiment=m2rl_study``: fetch what a study reads from the Hub.
 
 Composes the study exactly as ``python -m rlvr.study`` does (same arguments), lists every
 Hub model (with its tokenizer) and dataset its stages name, and downloads those missing from
@@ -21,7 +21,7 @@ from rlvr.study.commands import stage_config, user_overrides
 from rlvr.study.plan import build_plan
 from rlvr.study.study_config import load_study
 
-log = logging.getLogger("rlvr.prefetch")
+log = logging.getLogger("rlvr.study.prefetch")
 
 
 def study_items(argv: Sequence[str]) -> list[offline.HubItem]:
@@ -44,7 +44,7 @@ def prefetch(argv: Sequence[str], list_only: bool = False) -> int:
         raise ConfigError(
             "HF_HUB_OFFLINE=1: could not fetch "
             + ", ".join(str(i) for i in todo)
-            + "; run rlvr.prefetch where the Hub is reachable, without HF_HUB_OFFLINE"
+            + "; run rlvr.study.prefetch where the Hub is reachable, without HF_HUB_OFFLINE"
         )
     if failed := offline.fetch(todo):
         raise ConfigError("could not fetch:\n  " + "\n  ".join(failed))
