@@ -63,7 +63,9 @@ def test_an_empty_cache_lists_the_hub_model_with_the_prefetch_command(tmp_path):
     lines = offline.missing_lines([QWEN], argv)
     assert "model Qwen/Qwen3-4B-Base" in "\n".join(lines)
     # the study's overrides as a shell line, without the dry run that printed it
-    expected = "python -m rlvr.study.prefetch experiment=m2rl_study 'domains.math.data_files=[a b.jsonl]'"
+    expected = (
+        "python -m rlvr.study.prefetch experiment=m2rl_study 'domains.math.data_files=[a b.jsonl]'"
+    )
     assert lines[-1].endswith(expected)
 
 
