@@ -26,7 +26,7 @@ except ImportError:  # before the entry points' plumbing moved into rlvr.runs
     from rlvr.cli import CONF_DIR, check_group_choices, register_resolvers
 
 REPO = Path(__file__).resolve().parents[1]
-_COMMAND = re.compile(r"python -m rlvr\.(\w+)((?:[^`#\n]|\\\n)*)")
+_COMMAND = re.compile(r"python -m rlvr\.([\w.]+)((?:[^`#\n]|\\\n)*)")
 _PLACEHOLDER = re.compile(r"<([A-Za-z_]+)>")
 # placeholders that stand for a name rather than a folder get a real one of that kind
 _NAMED = {"domain": "math", "domains": "math,code", "s": "0", "method": "ties", "model": "m",
