@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -87,6 +88,33 @@ def load_bfcl(category: str, data_dir: Path, limit: int | None = None) -> list[d
             )
         )
     return rows
+
+
+# The single-call categories a small model can be trained on: the held-out quarter of their
+# items (chosen by a hash of the item id, so every run and machine agrees) never reaches training.
+SPLIT_CATEGORIES: tuple[str, ...] = ("simple", "multiple")
+HELDOUT_SHARE = 25  # percent
+
+
+def split_of(item_id: str) -> str:
+    """``test`` for the held-out quarter of BFCL items, ``train`` for the rest."""
+    digest = int(hashlib.sha256(item_id.encode()).hexdigest()[:8], 16)
+    return "test" if digest % 100 < HELDOUT_SHARE else "train"
+
+
+def load_bfcl_split(split: str, data_dir: Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """BFCL's simple and multiple items of one side of the train/test split, interleaved in
+    hash order (so a limit draws both categories), at most ``limit`` rows."""
+    if split not in ("train", "test"):
+        raise BfclDataError(f"unknown BFCL split {split!r}; use train or test")
+    rows = [
+        r
+        for category in SPLIT_CATEGORIES
+        for r in load_bfcl(category, data_dir)
+        if split_of(r["id"]) == split
+    ]
+    rows.sort(key=lambda r: hashlib.sha256(r["id"].encode()).hexdigest())
+    return rows[:limit] if limit is not None else rows
 
 
 def _first_allowed(options: Any) -> Any:

@@ -45,6 +45,11 @@ def read_bfcl(req: LoadRequest, spec: TaskSpec, *, category: str) -> Iterable[Ma
     return bfcl.load_bfcl(category, req.data_dir / BFCL_DIR, req.limit)
 
 
+def read_bfcl_split(req: LoadRequest, spec: TaskSpec) -> Iterable[Mapping[str, Any]]:
+    bfcl = _module(BFCL_MODULE, spec.name)
+    return bfcl.load_bfcl_split(req.split, req.data_dir / BFCL_DIR, req.limit)
+
+
 def read_workplace(req: LoadRequest, spec: TaskSpec) -> Iterable[Mapping[str, Any]]:
     """Procedural episodes; the split names a difficulty unless it is the default "train"."""
     envs = _module("tasks.environments", spec.name)
@@ -65,6 +70,24 @@ for _cat in BFCL_CATEGORIES:
             local_file=f"{BFCL_DIR}/BFCL_v3_{_cat}.json",
             read=functools.partial(read_bfcl, category=_cat),
             needs=BFCL_MODULE,
+        )
+    )
+
+for _name, _split in (("bfcl_calls", "train"), ("bfcl_calls_heldout", "test")):
+    register_task(
+        TaskSpec(
+            name=_name,
+            domain="agent",
+            verifier="tool_calls",
+            source="ShishirPatil/gorilla BFCL v3 simple + multiple, split by item id",
+            adapt=passthrough,
+            split=_split,
+            read=read_bfcl_split,
+            needs=BFCL_MODULE,
+            description=(
+                "BFCL v3 single-call items (simple, multiple): three quarters for training, "
+                "the held-out quarter (bfcl_calls_heldout) never trained on"
+            ),
         )
     )
 

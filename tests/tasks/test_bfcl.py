@@ -151,3 +151,20 @@ def test_bad_category_and_missing_files(tmp_path: Path) -> None:
         load_bfcl("multi_turn_long_context", BFCL)
     with pytest.raises(BfclDataError, match="not found"):
         load_bfcl("simple", tmp_path)
+
+
+def test_the_split_holds_out_a_quarter_never_trained_on() -> None:
+    from tasks.bfcl import load_bfcl_split
+    from tasks.registry import load_task_rows
+
+    train = load_task_rows("bfcl_calls", data_dir=DATA)
+    held = load_task_rows("bfcl_calls_heldout", data_dir=DATA)
+    assert {r["id"] for r in train}.isdisjoint(r["id"] for r in held)
+    assert len(train) + len(held) == 600  # every simple and multiple item, once
+    assert 0.2 < len(held) / 600 < 0.3
+    # a limited draw still holds both categories, and the same rows on every call
+    first = load_task_rows("bfcl_calls_heldout", data_dir=DATA, limit=40)
+    assert {r["source"] for r in first} == {"bfcl_v3/simple", "bfcl_v3/multiple"}
+    assert [r["id"] for r in first] == [r["id"] for r in held[:40]]
+    with pytest.raises(BfclDataError, match="train or test"):
+        load_bfcl_split("validation", BFCL)
