@@ -49,7 +49,9 @@ def calibrate(run: RunConfig, run_dir: Path | None = None) -> Table:
 
 
 def _study_sft_model(run: RunConfig, root: Path) -> str:
-    path = Path(run.study.sft_model).expanduser() if run.study.sft_model else root / "sft" / "final"
+    from rlvr.study.plan import given_sft_path
+
+    path = Path(given_sft_path(run)) if run.study.sft_model else root / "sft" / "final"
     if not (path / "config.json").is_file():
         raise ConfigError(
             f"no SFT model at {path}: run the study's SFT stage first "

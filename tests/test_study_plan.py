@@ -641,3 +641,14 @@ def test_settings_added_later_enter_the_hash_only_away_from_their_defaults(plan_
         resolved = {group: {key: value, "other": 1}}
         assert _without_plan_only(resolved)[group] == {"other": 1}, key
         assert key in _without_plan_only({group: {key: "changed"}})[group]
+
+
+def test_a_packaged_instruct_model_can_start_the_study_as_its_sft_model(plan_root, smollm2_dir):
+    _, stages, _, commands = _plan(
+        plan_root,
+        "model=smollm2-135m-instruct",
+        "study.sft_model=smollm2-135m-instruct",
+        "study.merges=[]",
+    )
+    assert "sft" not in [s.name for s in stages]
+    assert f'init_from="{smollm2_dir}"' in commands["expert-math-seed0"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from rlvr.config import RunConfig
 from rlvr.reporting.recipe import FIDELITY_FILE
 from rlvr.study.commands import accelerate_layout
-from rlvr.study.plan import Stage
+from rlvr.study.plan import Stage, given_sft_path
 from rlvr.study.recipe_settings import EXTRACTORS, Extractor, StudyConfigs
 
 MATCH, DEVIATION, NO_REASON = "match", "deviation", "NO REASON"
@@ -157,7 +157,7 @@ def study_configs(
         if s.kind == "sft":
             sft_path = str(s.out_dir / "final")
     if run.study.sft_model:
-        sft_path = str(Path(run.study.sft_model).expanduser().resolve())
+        sft_path = given_sft_path(run)
     return StudyConfigs(
         study=run,
         processes=accelerate_layout(run.study.accelerate).processes,

@@ -251,13 +251,24 @@ def _data_stages(ctx: PlanContext) -> list[Stage]:
     return stages
 
 
+def given_sft_path(run: RunConfig) -> str:
+    """The folder ``study.sft_model`` names: a saved model, or a packaged model's name (an
+    instruct model that starts the study as it is; converted into the cache on first use)."""
+    from rlvr.models.packaged import ensure_packaged_model, is_packaged
+
+    name = str(run.study.sft_model)
+    if is_packaged(name):
+        return str(ensure_packaged_model(name, Path(run.paths.cache_dir).expanduser() / "models"))
+    return str(Path(name).expanduser().resolve())
+
+
 def build_plan(run: RunConfig) -> list[Stage]:
     """Expand the study config into stages, in an order that respects every dependency."""
     check_plan_names(run)
     s, root = run.study, study_root(run)
     stages: list[Stage] = []
     if s.sft_model:
-        sft = ModelRef("sft", str(Path(s.sft_model).expanduser().resolve()), None)
+        sft = ModelRef("sft", given_sft_path(run), None)
     else:
         out = root / "sft"
         stages.append(
