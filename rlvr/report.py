@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rlvr.analysis.outputs import report_section
 from rlvr.config import ConfigError, RunConfig
+from rlvr.reporting.answers import answers_markdown, length_table
 from rlvr.reporting.arms import arms_table, cascade_table, weights_plot
 from rlvr.reporting.calibration import calibration_table
 from rlvr.reporting.paper import paper_view
@@ -70,6 +71,8 @@ def build_report(
     tables += (arms,) if _beyond_the_paper(results) else ()
     cascade = cascade_table(results, metric)  # does a later stage undo an earlier one?
     tables += (cascade,) if cascade.rows else ()
+    lengths = length_table(study, results)  # did training shorten the answers?
+    tables += (lengths,) if any(c != "" for row in lengths.rows for c in row[1:]) else ()
     room = calibration_table(results)  # does the SFT model leave RL room on each set?
     tables += (room,) if room.rows else ()
     paper = paper_view(study, results, metric, runs or {})  # beside the published numbers
@@ -81,7 +84,9 @@ def build_report(
     weights = weights_plot(results, folder / "mixture_weights.png")  # the adaptive arm's
     images += [weights] if weights else []
     analyses = report_section(study)  # rlvr.analyze's tables and figures, when present
-    parts = [_markdown(tables, images), _paper_markdown(paper), *recipe_section(study), *analyses]
+    answers = answers_markdown(study, results)  # the start's answers beside a trained model's
+    parts = [_markdown(tables, images), answers, _paper_markdown(paper)]
+    parts += [*recipe_section(study), *analyses]
     (folder / "report.md").write_text("\n".join(parts))
     log.info("report written to %s", folder)
     return Report(folder, (*tables, *paper), tuple(images))
