@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.rlvr-installed
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
 PYTEST := $(OFFLINE) WANDB_MODE=disabled $(BIN)/python -m pytest
 
-.PHONY: setup study study-arms demo real-smoke test test-fast test-slow lint bench clean
+.PHONY: setup study study-arms demo real-smoke real-study test test-fast test-slow lint bench clean
 
 $(STAMP): pyproject.toml scripts/setup_env.sh
 	bash scripts/setup_env.sh
@@ -29,6 +29,10 @@ demo: $(STAMP)
 # Every stage of the study on a real pretrained model (SmolLM2-135M-Instruct from its wheel)
 real-smoke: $(STAMP)
 	$(OFFLINE) $(BIN)/python -m rlvr.study experiment=real_smoke_study
+
+# Mix or merge on SmolLM2-135M-Instruct: instruction following and tool calls, two seeds
+real-study: $(STAMP)
+	$(OFFLINE) $(BIN)/python -m rlvr.study experiment=real_study
 
 test: $(STAMP)
 	$(PYTEST) -m "not slow and not gpu" -n 2 -q

@@ -10,7 +10,14 @@ from rlvr.study.commands import stage_overrides, user_overrides
 from rlvr.study.composition import _hydra_compose, compose, names_group
 from rlvr.study.plan import build_plan
 
-STUDIES = ("tiny_study", "m2rl_study", "tiny_study_arms", "m2rl_study_arms", "real_smoke_study")
+STUDIES = (
+    "tiny_study",
+    "m2rl_study",
+    "tiny_study_arms",
+    "m2rl_study_arms",
+    "real_smoke_study",
+    "real_study",
+)
 
 
 def hydra_full(overrides: list[str]) -> dict:
