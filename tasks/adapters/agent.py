@@ -82,6 +82,7 @@ for _name, _split in (("bfcl_calls", "train"), ("bfcl_calls_heldout", "test")):
             source="ShishirPatil/gorilla BFCL v3 simple + multiple, split by item id",
             adapt=passthrough,
             split=_split,
+            local_file=f"{BFCL_DIR}/BFCL_v3_simple.json",  # present means the split can be read
             read=read_bfcl_split,
             needs=BFCL_MODULE,
             description=(
