@@ -13,10 +13,20 @@ def _records(label: str, answers: dict[str, tuple[str, float]]) -> list[dict]:
     out = []
     for rec_id, (text, score) in answers.items():
         for i, mode in enumerate(("sample", "greedy")):
-            out.append({"model": label, "benchmark": "micro_instruction", "id": rec_id,
-                        "mode": mode, "sample": 0, "completion": text if i else "sampled " + text,
-                        "status": "correct" if score else "wrong", "score": score,
-                        "extracted": None})  # fmt: skip
+            text_of_mode = text if i else "sampled " + text
+            out.append(
+                {
+                    "model": label,
+                    "benchmark": "micro_instruction",
+                    "id": rec_id,
+                    "mode": mode,
+                    "sample": 0,
+                    "completion": text_of_mode,
+                    "status": "correct" if score else "wrong",
+                    "score": score,
+                    "extracted": None,
+                }
+            )
     return out
 
 
