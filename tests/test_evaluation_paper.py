@@ -265,3 +265,19 @@ def test_a_shard_written_with_other_settings_or_prompts_is_evaluated_again(tmp_p
     ShardStore(tmp_path, "b", "key1").path(shard).write_text('{"key": "key1", "ids": [')
     assert ShardStore(tmp_path, "b", "key1").load(shard, ["a", "b"]) is None  # damaged
     assert not list((tmp_path / ".b.shards").glob("*.tmp"))  # written by replace, none left
+
+
+def test_instruction_following_is_graded_all_or_nothing_whatever_the_reward_shape(tmp_path):
+    from rlvr.training.stages import make_scorer
+
+    reference = {
+        "instruction_id_list": ["punctuation:no_comma", "keywords:existence"],
+        "kwargs": [{}, {"keywords": ["tea"]}],
+    }
+    shaped = {"ifeval": {"reward": "fraction", "gate": ["keywords:existence"]}}
+    run = eval_run(tmp_path, ["m=tiny"], ["ifeval"])
+    run.domains = {"instruction": DomainConfig(train_tasks=["ifgen"], verifier_options=shaped)}
+    item = [("I like tea, a lot.", reference, "ifeval")]  # one of two followed
+    (rewarded,) = make_scorer(run)(item)
+    (graded,) = make_eval_scorer(run)(item)
+    assert rewarded.score == 0.5 and graded.score == 0.0

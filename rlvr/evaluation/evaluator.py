@@ -124,8 +124,10 @@ def eval_format_gate(run: RunConfig) -> bool:
 
 def make_eval_scorer(run: RunConfig) -> Scorer:
     """The training scorer (same verifiers, options and reasoning format) with eval's pool
-    size, the evaluation's format gate, and every test of a code problem run within a budget
-    that grows with its tests (LiveCodeBench's rule, ``verifiers.code.verifier``)."""
+    size, the evaluation's format gate, every test of a code problem run within a budget
+    that grows with its tests (LiveCodeBench's rule, ``verifiers.code.verifier``), and
+    instruction following graded all or nothing (a reward's partial credit is not the
+    benchmark's score)."""
     from rlvr.rewards.options import add_sandbox_options, verifier_options
     from rlvr.rewards.scoring import build_scorer
     from verifiers import ReasoningFormat
@@ -134,6 +136,8 @@ def make_eval_scorer(run: RunConfig) -> Scorer:
     add_sandbox_options(run, options)  # code benchmarks run whatever the trained domains
     options["code"]["max_tests"] = None  # a reward's cap (latency) is no benchmark's grading
     options["code"]["sample_time_limit_s"] = None  # nor is the reward's time budget
+    for shaping in ("reward", "gate"):  # IFEval is graded all or nothing, whatever the reward
+        options.get("ifeval", {}).pop(shaping, None)
     reasoning = ReasoningFormat(strip_think=run.algo.strip_think, format_gate=eval_format_gate(run))
     return build_scorer(reasoning, options, run.eval.workers, run.eval.timeout_s)
 

@@ -18,6 +18,7 @@ REFERENCE = {
     "prompt": "Wrap your answer in quotes, mention tea, and use no commas.",
 }
 
+GATED = {"reward": "fraction", "gate": ["keywords:existence"]}
 # (options, completion, status, score, failed ids named in details)
 CASES = [
     ({}, '"I like tea."', Status.CORRECT, 1.0, []),
@@ -34,6 +35,17 @@ CASES = [
     ({"mode": "loose"}, 'Sure thing:\n"I like tea."', Status.CORRECT, 1.0, []),
     ({"mode": "loose", "reward": "fraction"}, "tea", Status.WRONG, 2 / 3, ["quotation"]),
     ({}, "", Status.WRONG, 0.0, ["no_comma", "quotation", "existence"]),
+    # a gate: no partial credit unless the gating instruction is followed
+    (GATED, '"I like coffee, really."', Status.WRONG, 0.0, ["no_comma", "existence"]),
+    (GATED, '"I like tea, really."', Status.WRONG, 2 / 3, ["no_comma"]),
+    (GATED, '"I like tea."', Status.CORRECT, 1.0, []),
+    (
+        {"reward": "fraction", "gate": ["detectable_format:title"]},
+        '"coffee,"',
+        Status.WRONG,
+        1 / 3,
+        ["existence"],
+    ),  # a gate the reference does not list gates nothing
 ]
 
 
@@ -153,6 +165,8 @@ def test_bad_options_fail_fast():
         get_verifier("ifeval", mode="lenient")
     with pytest.raises(ValueError, match="reward"):
         get_verifier("ifeval", reward="half")
+    with pytest.raises(ValueError, match="gate"):
+        get_verifier("ifeval", gate="keywords:existence")  # one id, not a list of them
 
 
 def test_verifier_is_picklable_and_goes_through_the_common_api():

@@ -20,10 +20,15 @@ class IFEvalVerifier:
         variants (first/last line dropped, ``*`` removed).
     reward: ``all`` gives 1.0 only when every instruction is followed (M2RL); ``fraction``
         gives the share of instructions followed (open-instruct).
+    gate: instruction ids that must be followed for any credit. A training reward's guard: a
+        share of constraints met by an answer that ignores the request (``content:
+        addresses_prompt``) earns nothing, so partial credit cannot be won by a degenerate
+        answer. Instructions a reference does not list gate nothing.
     """
 
     mode: Literal["strict", "loose"] = "strict"
     reward: Literal["all", "fraction"] = "all"
+    gate: tuple[str, ...] = ()
     name: str = "ifeval"
 
     def __post_init__(self) -> None:
@@ -31,6 +36,9 @@ class IFEvalVerifier:
             raise ValueError(f"ifeval mode must be 'strict' or 'loose', got {self.mode!r}")
         if self.reward not in ("all", "fraction"):
             raise ValueError(f"ifeval reward must be 'all' or 'fraction', got {self.reward!r}")
+        if isinstance(self.gate, str) or not all(isinstance(g, str) for g in self.gate):
+            raise ValueError(f"ifeval gate must be a list of instruction ids, got {self.gate!r}")
+        object.__setattr__(self, "gate", tuple(self.gate))  # a config list arrives as a list
 
     def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
         try:
@@ -42,6 +50,10 @@ class IFEvalVerifier:
         loose = self.mode == "loose"
         results = [follows(i, completion, loose) for i in instructions]
         score = prompt_score(results) if self.reward == "all" else instruction_score(results)
+        ungated = all(
+            ok for i, ok in zip(instructions, results, strict=True) if i.instruction_id in self.gate
+        )
+        score = score if ungated else 0.0
         summary = SUMMARY.format(followed=sum(results), total=len(results))
         if all(results):
             return Verdict.correct(summary, score=score)
