@@ -1,0 +1,1 @@
+"""Experiment tracking: W&B runs per stage, and reading them back."""
