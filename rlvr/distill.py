@@ -115,6 +115,7 @@ def distillation_trainer(
     from rlvr.models.loading import load_tokenizer
     from rlvr.rewards.bridge import ErrorBudget, StepTimer, build_reward_functions
     from rlvr.runs.folders import MetricsFileCallback
+    from rlvr.tracking.wandb_run import open_stage_run
     from rlvr.training.stages import _peft_config, _sampler_factory
 
     started = time.perf_counter()
@@ -123,13 +124,14 @@ def distillation_trainer(
     # Agent rows keep their text tool listing: the student answers in one turn (no environment).
     dataset = Dataset.from_list([r for dd in data.values() for r in dd.train])
     trainer_ref: dict[str, Any] = {}
+    tracker = open_stage_run(run, run_dir, "distill")  # None unless logger=wandb
     trainer = RoutedDistillationTrainer(
         model=start_path,
         args=build_distill_config(run, run_dir / "checkpoints"),
         train_dataset=dataset,
         processing_class=load_tokenizer(start_path, run.model),
         peft_config=_peft_config(run),
-        callbacks=[MetricsFileCallback(run_dir / "metrics.jsonl", trainer_ref, timer)],
+        callbacks=[MetricsFileCallback(run_dir / "metrics.jsonl", trainer_ref, timer, tracker)],
         teachers=teachers,
         objective=run.distill.objective,
         samples_per_prompt=run.distill.samples_per_prompt,

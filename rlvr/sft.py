@@ -23,6 +23,7 @@ def sft_stage(run: RunConfig, run_dir: Path) -> dict:
         prepare_run_dir,
         write_json,
     )
+    from rlvr.tracking.wandb_run import open_stage_run
     from rlvr.training import stages
     from rlvr.training.sft import run_sft
 
@@ -34,7 +35,7 @@ def sft_stage(run: RunConfig, run_dir: Path) -> dict:
     scorer = stages.make_scorer(run)
     evaluate = stages.heldout_eval if run.eval.in_run else stages.no_eval  # a study evaluates later
     evals = {"base": evaluate(run, base, data, scorer)}
-    final, seconds = run_sft(run, base, run_dir)
+    final, seconds = run_sft(run, base, run_dir, open_stage_run(run, run_dir, "sft"))
     evals["sft"] = evaluate(run, str(final), data, scorer)
     summary = {
         "experiment": run.experiment,

@@ -138,7 +138,7 @@ def plan_first(run: RunConfig) -> bool:
 
 
 def known_failure(err: BaseException) -> str | None:
-    """"config error" for bad setup found once a stage looks at its inputs (a judge built with
+    """ "config error" for bad setup found once a stage looks at its inputs (a judge built with
     the scorer: unknown backend, endpoint down; still before any model loads), "aborted" when
     the verifier error budget ran out, else None. The verifier and reward classes are looked
     up only where their modules were imported: a stage that never loaded them (a merge, the

@@ -109,7 +109,8 @@ def prepare_run_dir(run: RunConfig, run_dir: Path) -> Path:
 
 
 def configure_tracking(run: RunConfig, run_dir: Path) -> None:
-    """W&B through environment variables that transformers' callback reads; never a login."""
+    """W&B's mode, project and folder through the environment (never a login); each stage's
+    run, its identity and what it logs: ``rlvr.tracking``."""
     if run.logger.name != "wandb":
         os.environ["WANDB_MODE"] = "disabled"
         return
@@ -122,8 +123,6 @@ def configure_tracking(run: RunConfig, run_dir: Path) -> None:
     os.environ["WANDB_PROJECT"] = run.logger.project
     if run.logger.entity:
         os.environ["WANDB_ENTITY"] = run.logger.entity
-    os.environ["WANDB_RUN_GROUP"] = run.experiment
-    os.environ["WANDB_TAGS"] = ",".join(sorted(run.domains))
     os.environ["WANDB_DIR"] = str(run_dir)
     os.environ.setdefault("WANDB_SILENT", "true")
 
@@ -141,10 +140,14 @@ class StepClock:
 
 
 class MetricsFileCallback(TrainerCallback):
-    """Appends every logged dict to ``metrics.jsonl`` and adds step timings (rank 0)."""
+    """Appends every logged dict to ``metrics.jsonl`` and adds step timings (rank 0); with a
+    tracker, logs the same record to the stage's W&B run on the trainer's global step."""
 
-    def __init__(self, path: Path, trainer_ref: dict[str, Any], reward_timer) -> None:
+    def __init__(
+        self, path: Path, trainer_ref: dict[str, Any], reward_timer, tracker: Any = None
+    ) -> None:
         self.path = path
+        self.tracker = tracker  # rlvr.tracking.wandb_run.StageRun: the same record, to W&B
         self.trainer_ref = trainer_ref  # filled after the trainer exists
         self.reward_timer = reward_timer
         self.clock = StepClock()
@@ -186,6 +189,13 @@ class MetricsFileCallback(TrainerCallback):
             record["time/tokens_per_s"] = length * (batch or 0) / self.pending["time/generation_s"]
         with self.path.open("a") as f:
             f.write(json.dumps(record, default=float) + "\n")
+        if self.tracker is not None:
+            self.tracker.log(record, state.global_step)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.tracker is not None:
+            self.tracker.finish()
+            self.tracker = None
 
 
 class DataIdLog:

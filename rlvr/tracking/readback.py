@@ -46,7 +46,8 @@ class RunLog:
 
 
 def payloads(path: str | Path) -> Iterator[bytes]:
-    """The log's records as bytes, fragments joined, checksums checked."""
+    """The log's records as bytes, fragments joined, checksums checked; a record cut short at
+    the end of the file (a process killed while writing) ends the log."""
     data = Path(path).read_bytes()
     if len(data) < HEADER.size or HEADER.unpack_from(data)[:2] != (IDENT, MAGIC):
         raise TransactionLogError(f"{path}: not a W&B transaction log (no :W&B header)")
@@ -60,7 +61,9 @@ def payloads(path: str | Path) -> Iterator[bytes]:
         body = data[pos + CHUNK.size : pos + CHUNK.size + length]
         if kind == 0 and length == 0:  # zero padding written at the end of a log
             break
-        if len(body) < length or zlib.crc32(bytes([kind]) + body) != crc:
+        if len(body) < length:  # the tail a killed process left half written
+            return
+        if zlib.crc32(bytes([kind]) + body) != crc:
             raise TransactionLogError(f"{path}: corrupt record at byte {pos}")
         pos += CHUNK.size + length
         if kind == FULL:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 from rlvr.config import ConfigError, RunConfig
 from rlvr.models.chat_format import turn_end_token_id
@@ -66,7 +67,9 @@ def _scheduler_kwargs(run: RunConfig) -> dict | None:
     return {"min_lr": floor} if floor is not None else None
 
 
-def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float]:
+def run_sft(
+    run: RunConfig, model_path: str, out_dir: Path, tracker: Any = None
+) -> tuple[Path, float]:
     """Fine-tune on demonstrations; returns (folder, seconds). The loss covers what the model
     generates: the completion of prompt/completion examples, the assistant turns (their end
     token included) of ``messages`` conversations, through the model's own chat template
@@ -74,7 +77,8 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
     with a token other than the tokenizer's end token, the saved model stops there.
 
     Checkpoints go to ``<out_dir>/checkpoints``; with ``resume=true`` (or a SLURM requeue)
-    the newest complete one is continued from."""
+    the newest complete one is continued from. ``tracker``: the stage's W&B run
+    (``rlvr.tracking``), for SFT as a stage of its own."""
     from trl import SFTConfig
 
     from rlvr.models.loading import load_tokenizer, model_init_kwargs
@@ -135,7 +139,7 @@ def run_sft(run: RunConfig, model_path: str, out_dir: Path) -> tuple[Path, float
         ddp_timeout=ddp_timeout(run, "sft"),
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    progress = MetricsFileCallback(out_dir / "metrics.jsonl", {}, StepTimer())  # step, loss
+    progress = MetricsFileCallback(out_dir / "metrics.jsonl", {}, StepTimer(), tracker)
     trainer = LeanSFTTrainer(
         trim_padding=s.trim_padding,
         model=model_path,

@@ -195,6 +195,7 @@ def grpo(
     from rlvr.data.agent import prepare_tokenizer, trainer_kwargs
     from rlvr.models.loading import load_tokenizer
     from rlvr.rewards.parallel import build_parallel_reward
+    from rlvr.tracking.wandb_run import open_stage_run
     from rlvr.training.grpo import RLVRGRPOTrainer
     from rlvr.training.trainer_args import build_grpo_config
 
@@ -203,7 +204,8 @@ def grpo(
     timer = StepTimer()
     dataset = _train_dataset(run, data)
     trainer_ref: dict[str, Any] = {}
-    metrics_cb = MetricsFileCallback(run_dir / "metrics.jsonl", trainer_ref, timer)
+    tracker = open_stage_run(run, run_dir, "rl")  # None unless logger=wandb
+    metrics_cb = MetricsFileCallback(run_dir / "metrics.jsonl", trainer_ref, timer, tracker)
     tokenizer = prepare_tokenizer(load_tokenizer(start_path, run.model))
     parallel = build_parallel_reward(run, tokenizer)  # algo.parallel_reward, or None
     trainer = RLVRGRPOTrainer(

@@ -40,7 +40,9 @@ def ddp_timeout(run: RunConfig, kind: str) -> int:
 
 
 def report_to(run: RunConfig) -> list[str]:
-    return ["wandb"] if run.logger.name == "wandb" else []
+    """None of transformers' reporters: a stage's W&B run is ``rlvr.tracking``'s, resumed with
+    the stage and logged on the global step (transformers' callback opens a new run each start)."""
+    return []
 
 
 def vllm_utilization(run: RunConfig, kind: str) -> float:
