@@ -7,7 +7,6 @@ python -m rlvr.report report.study_dir=outputs/study report.metric=greedy_accura
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,29 +139,18 @@ def _paper_markdown(tables: Sequence[Table]) -> str:
 
 
 def log_to_wandb(run: RunConfig, report: Report) -> None:
-    """Tables and images to W&B (offline unless asked otherwise); no-op when tracking is off."""
-    if run.logger.name != "wandb" or "disabled" in (run.logger.mode, os.environ.get("WANDB_MODE")):
-        return
-    import wandb
+    """The report's tables and figures to the report stage's W&B run, grouped with the study's
+    other stages (no-op when tracking is off)."""
+    from rlvr.tracking.wandb_run import open_stage_run
 
-    mode = (
-        run.logger.mode
-        if run.logger.mode != "online" or os.environ.get("WANDB_API_KEY")
-        else "offline"
-    )
-    with wandb.init(
-        project=run.logger.project,
-        entity=run.logger.entity,
-        mode=mode,
-        dir=str(report.folder),
-        group=run.experiment,
-        name=f"{run.experiment}-report",
-        job_type="report",
-    ) as wb:
-        for t in report.tables:
-            columns, data = flat_rows(t)  # a score over seeds: mean and sd columns
-            wb.log({t.name: wandb.Table(columns=[*columns], data=_typed(data))})
-        wb.log({p.stem: wandb.Image(str(p)) for p in report.images})
+    tracked = open_stage_run(run, report.folder, "report")
+    if tracked is None:
+        return
+    for t in report.tables:
+        columns, data = flat_rows(t)  # a score over seeds: mean and sd columns
+        tracked.table(t.name, columns, _typed(data))
+    tracked.images({p.stem: p for p in report.images})
+    tracked.finish()
 
 
 def _typed(data: list[list]) -> list[list]:

@@ -6,7 +6,6 @@ table and figure, in the order analysed); the report links and includes them whe
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,23 +50,15 @@ def report_section(study: Path) -> list[str]:
 
 
 def log_to_wandb(run: RunConfig, outputs: Sequence[Output], folder: Path) -> None:
-    """Tables and figures to W&B (offline unless asked otherwise); no-op when tracking is off."""
-    if run.logger.name != "wandb" or "disabled" in (run.logger.mode, os.environ.get("WANDB_MODE")):
-        return
-    import wandb
+    """Tables and figures to the analysis stage's W&B run (no-op when tracking is off)."""
+    from rlvr.tracking.wandb_run import open_stage_run
 
-    online = run.logger.mode == "online" and os.environ.get("WANDB_API_KEY")
-    with wandb.init(
-        project=run.logger.project,
-        entity=run.logger.entity,
-        mode=run.logger.mode if online or run.logger.mode != "online" else "offline",
-        dir=str(folder),
-        group=run.experiment,
-        name=f"{run.experiment}-analyze",
-        job_type="analyze",
-    ) as wb:
-        for out in outputs:
-            for t in out.tables:
-                columns, data = flat_rows(t)
-                wb.log({f"analysis/{t.name}": wandb.Table(columns=[*columns], data=data)})
-            wb.log({f"analysis/{p.stem}": wandb.Image(str(p)) for p in out.images})
+    tracked = open_stage_run(run, folder, "analyze")
+    if tracked is None:
+        return
+    for out in outputs:
+        for t in out.tables:
+            columns, data = flat_rows(t)
+            tracked.table(f"analysis/{t.name}", columns, data)
+        tracked.images({f"analysis/{p.stem}": p for p in out.images})
+    tracked.finish()

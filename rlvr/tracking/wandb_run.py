@@ -48,6 +48,11 @@ class StageRun:
 
         self.wb.log({key: wandb.Table(columns=list(columns), data=[list(r) for r in rows])})
 
+    def images(self, paths: Mapping[str, Path]) -> None:
+        import wandb
+
+        self.wb.log({key: wandb.Image(str(path)) for key, path in paths.items()})
+
     def finish(self) -> None:
         self.wb.finish()
 
@@ -60,7 +65,19 @@ def _train_key(key: str) -> str:
 
 
 def tracking_enabled(run: RunConfig) -> bool:
-    return run.logger.name == "wandb" and os.environ.get("WANDB_MODE") != "disabled"
+    """``logger=wandb``, unless the logger's mode or the environment (tests) disables it."""
+    off = "disabled" in (run.logger.mode, os.environ.get("WANDB_MODE"))
+    return run.logger.name == "wandb" and not off
+
+
+def wandb_mode(run: RunConfig) -> str:
+    """The environment's ``WANDB_MODE`` where set (``configure_tracking`` sets it for training
+    stages), else the logger's; online without ``WANDB_API_KEY`` logs offline instead."""
+    mode = os.environ.get("WANDB_MODE") or run.logger.mode
+    if mode == "online" and not os.environ.get("WANDB_API_KEY"):
+        log.warning("logger.mode=online but WANDB_API_KEY is unset: logging offline instead")
+        return "offline"
+    return mode
 
 
 def open_stage_run(
@@ -90,7 +107,7 @@ def open_stage_run(
         tags=list(ident.tags),
         config={"rlvr": resolved, **(config or {})},
         dir=str(run_dir),
-        mode=os.environ.get("WANDB_MODE", "offline"),
+        mode=wandb_mode(run),
         reinit="finish_previous",
     )
     last = max(_held_online(wb), _logged_offline(run_dir, ident.id, Path(wb.dir).parent))
