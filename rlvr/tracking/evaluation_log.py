@@ -19,12 +19,11 @@ COMPLETION_CHARS = 2000
 COLUMNS = ("model", "benchmark", "id", "mode", "sample", "status", "score", "completion")
 
 
-def scores(run: RunConfig, study: Path) -> dict[str, float]:
+def scores(run: RunConfig, study: Path, labels: list[str]) -> dict[str, float]:
     """``eval/<domain>/<benchmark>/<metric>`` for every evaluated pair of this stage's models
     (``eval/<label>/<domain>/...`` where the stage evaluates several models)."""
     from rlvr.evaluation.benchmarks import benchmark_domain
 
-    labels = model_labels(run)
     out: dict[str, float] = {}
     for label in labels:
         for bench in run.eval.tasks:
@@ -42,10 +41,10 @@ def scores(run: RunConfig, study: Path) -> dict[str, float]:
     return out
 
 
-def record_sample(run: RunConfig, study: Path) -> list[list[Any]]:
+def record_sample(run: RunConfig, study: Path, labels: list[str]) -> list[list[Any]]:
     """The first ``RECORDS_PER_BENCHMARK`` records of every pair, completions cut to length."""
     rows = []
-    for label in model_labels(run):
+    for label in labels:
         for bench in run.eval.tasks:
             path = study / "eval" / label / f"{bench}.jsonl"
             if not path.is_file():
@@ -64,8 +63,9 @@ def log_evaluation(run: RunConfig, run_dir: Path, study: Path) -> None:
     tracked = open_stage_run(run, run_dir, "evaluate")
     if tracked is None:
         return
-    tracked.summarise(scores(run, study))
-    tracked.table("eval/records", COLUMNS, record_sample(run, study))
+    labels = model_labels(run)  # parsed once: parse_models checks every model's folder
+    tracked.summarise(scores(run, study, labels))
+    tracked.table("eval/records", COLUMNS, record_sample(run, study, labels))
     tracked.finish()
 
 
