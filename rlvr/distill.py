@@ -63,7 +63,7 @@ def distill(run: RunConfig, run_dir: Path) -> dict:
         }
     }
     total = time.perf_counter() - started
-    summary = stages.summarise(run, run_dir, evals, facts, 0.0, total, facts_extra)
+    summary = stages.summarise(run, run_dir, evals, facts, 0.0, total, facts_extra, verb="distill")
     stages.report(summary)
     return summary
 

@@ -70,6 +70,14 @@ def test_readme_command_parses_and_composes(verb, args, hydra_context, tmp_path)
     argv = [a for a in shlex.split(filled) if a not in {"-m", "--multirun", "..."}]
     overrides = [a for a in argv if "=" in a]
     assert len(overrides) == len(argv), f"not an override in {argv}"
-    OverridesParser.create().parse_overrides(overrides)  # raises on what a shell would pass wrongly
+    parsed = OverridesParser.create().parse_overrides(overrides)  # raises on a shell's mistakes
+    if {"-m", "--multirun"} & set(shlex.split(filled)):  # a sweep: compose its first point
+        overrides = [_first_point(o, text) for o, text in zip(parsed, overrides, strict=True)]
     check_group_choices(overrides)
     compose("train", overrides=overrides, return_hydra_config=True)
+
+
+def _first_point(override, text: str) -> str:
+    if not override.is_sweep_override():
+        return text
+    return f"{override.get_key_element()}={next(override.sweep_string_iterator())}"

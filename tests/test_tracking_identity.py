@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
 from rlvr.config import RunConfig
 from rlvr.config.schemas import EvalConfig
-from rlvr.tracking.identity import folder_group, identity
+from rlvr.tracking.identity import SweepPoint, folder_group, identity
+from rlvr.tracking.wandb_run import _swept_values
 
 STAGES = {
     "expert-math-seed0": {"kind": "expert"},
@@ -61,6 +64,17 @@ def test_outside_a_study_the_run_folder_names_the_run_and_a_sweep_groups_its_poi
     alone = identity(run, tmp_path / "demo" / "lr=1e-5", "rl")
     assert (alone.name, alone.group, alone.job_type) == ("lr=1e-5", run.experiment, "rl")
     sweep = tmp_path / "multirun"
-    points = [identity(run, sweep / p, "rl", sweep) for p in ("lr=1e-5", "lr=3e-5")]
+    points = [identity(run, sweep / p, "rl", SweepPoint(sweep)) for p in ("lr=1e-5", "lr=3e-5")]
     assert points[0].group == points[1].group == folder_group(sweep)
     assert points[0].id != points[1].id
+    assert [p.name for p in points] == ["lr=1e-5", "lr=3e-5"]  # no swept values known: folders
+    named = identity(run, sweep / "long-digest", "rl", SweepPoint(sweep, "trainer.seed=1"))
+    assert named.name == "trainer.seed=1"
+
+
+def test_a_sweep_point_is_named_by_the_values_its_sweep_varies(tmp_path):
+    record = {"hydra": {"overrides": {"task": ["experiment=demo", "seed=0,1", "lr=range(1,3)"]}}}
+    (tmp_path / "multirun.yaml").write_text(OmegaConf.to_yaml(record))
+    point = ["experiment=demo", "seed=1", "lr=2"]
+    assert _swept_values(tmp_path, point) == "seed=1,lr=2"
+    assert _swept_values(tmp_path / "absent", point) == ""  # no record: named by the folder

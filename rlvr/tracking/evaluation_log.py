@@ -69,6 +69,31 @@ def log_evaluation(run: RunConfig, run_dir: Path, study: Path) -> None:
     tracked.finish()
 
 
+def heldout_scores(evals: dict[str, dict[str, dict[str, Any]]]) -> dict[str, float]:
+    """A training stage's in-run held-out results (``summary.json``'s ``heldout``: model role ->
+    domain -> metric) as ``eval/<role>/<domain>/heldout/<metric>``."""
+    return {
+        f"eval/{role}/{domain}/heldout/{metric}": value
+        for role, domains in evals.items()
+        for domain, metrics in (domains or {}).items()
+        for metric, value in metrics.items()
+        if metric in METRICS and isinstance(value, int | float)
+    }
+
+
+def log_heldout(run: RunConfig, run_dir: Path, verb: str, evals: dict) -> None:
+    """The in-run held-out results to the stage's run as summary metrics. The trainer finished
+    the run at train end; this resumes it (same id), so they land in the same run."""
+    from rlvr.tracking.wandb_run import open_stage_run
+
+    values = heldout_scores(evals)
+    tracked = open_stage_run(run, run_dir, verb) if values else None
+    if tracked is None:
+        return
+    tracked.summarise(values)
+    tracked.finish()
+
+
 def model_labels(run: RunConfig) -> list[str]:
     from rlvr.evaluation.evaluator import parse_models
 

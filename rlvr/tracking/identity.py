@@ -20,6 +20,15 @@ MANIFEST = "study.json"  # the study folder's record (rlvr.study.manifest)
 
 
 @dataclass(frozen=True)
+class SweepPoint:
+    """A point of a Hydra multirun: the sweep's folder, and the overrides the sweep varies as
+    this point set them (``trainer.seed=1``; empty where unknown)."""
+
+    folder: Path
+    swept: str = ""
+
+
+@dataclass(frozen=True)
 class RunIdentity:
     id: str
     name: str
@@ -29,10 +38,10 @@ class RunIdentity:
 
 
 def identity(
-    run: RunConfig, run_dir: Path, verb: str, sweep_dir: Path | None = None
+    run: RunConfig, run_dir: Path, verb: str, sweep: SweepPoint | None = None
 ) -> RunIdentity:
     """The W&B identity of the stage ``run`` runs in ``run_dir`` (``verb``: rl, sft, distill,
-    evaluate, ...); ``sweep_dir``: the Hydra multirun folder this run is a point of, if any."""
+    evaluate, ...); ``sweep``: the Hydra multirun point this run is, if any."""
     tags = _tags(run)
     study = study_folder(run, run_dir)
     stage = _stage_record(study, run.run_name) if study else None
@@ -45,8 +54,10 @@ def identity(
             tags=tags,
         )
     folder = Path(run_dir).resolve()
-    group = folder_group(sweep_dir) if sweep_dir is not None else run.experiment
-    return RunIdentity(_digest(str(folder)), folder.name, group, verb, tags)
+    if sweep is not None:
+        name = sweep.swept or folder.name
+        return RunIdentity(_digest(str(folder)), name, folder_group(sweep.folder), verb, tags)
+    return RunIdentity(_digest(str(folder)), folder.name, run.experiment, verb, tags)
 
 
 def study_folder(run: RunConfig, run_dir: Path) -> Path | None:

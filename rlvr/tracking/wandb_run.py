@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import RunConfig
-from rlvr.tracking.identity import RunIdentity, identity
+from rlvr.tracking.identity import RunIdentity, SweepPoint, identity
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def open_stage_run(
     import wandb
     from omegaconf import OmegaConf
 
-    ident = identity(run, run_dir, verb, sweep_folder())
+    ident = identity(run, run_dir, verb, sweep_point())
     resolved = OmegaConf.to_container(OmegaConf.structured(run), resolve=True)
     wb = wandb.init(
         project=run.logger.project,
@@ -139,12 +139,38 @@ def _logged_offline(run_dir: Path, run_id: str, current: Path) -> int:
     return last
 
 
-def sweep_folder() -> Path | None:
-    """The Hydra multirun folder this process is a point of (None outside a sweep)."""
+def sweep_point() -> SweepPoint | None:
+    """The Hydra multirun this process is a point of (None outside a sweep): its folder, and the
+    point's name from the overrides the sweep varies (``trainer.seed=1``), so runs read apart in
+    the UI where the run folder's name is cut to a digest."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     if not HydraConfig.initialized():
         return None
     hc = HydraConfig.get()
-    return Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
+    if hc.mode != RunMode.MULTIRUN:
+        return None
+    folder = Path(hc.sweep.dir)
+    return SweepPoint(folder, _swept_values(folder, list(hc.overrides.task)))
+
+
+def _swept_values(sweep_dir: Path, point_overrides: list[str]) -> str:
+    """``key=value`` of this point for every key the sweep's command line varies (read from the
+    sweep's ``multirun.yaml``); empty where that record is missing or unreadable."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    parser = OverridesParser.create()
+    try:
+        record = OmegaConf.load(sweep_dir / "multirun.yaml")
+        swept = {
+            o.key_or_group
+            for o in parser.parse_overrides(list(record.hydra.overrides.task))
+            if o.is_sweep_override()
+        }
+    except Exception as err:  # noqa: BLE001 - a missing or foreign record: name by the folder
+        log.debug("sweep record unreadable (%s): runs named by their folders", err)
+        return ""
+    points = [o for o in parser.parse_overrides(point_overrides) if o.key_or_group in swept]
+    return ",".join(f"{o.key_or_group}={o.value()}" for o in points)

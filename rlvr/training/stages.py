@@ -19,6 +19,7 @@ from rlvr.runs.folders import (
     read_metrics,
     write_json,
 )
+from rlvr.tracking.evaluation_log import log_heldout
 from rlvr.training.checkpoints import resume_checkpoint, train_from
 
 log = logging.getLogger(__name__)
@@ -303,8 +304,10 @@ def summarise(
     sft_seconds: float,
     total_s: float,
     extra: dict | None = None,
+    verb: str = "rl",
 ) -> dict:
-    """``summary.json``: held-out results, run facts and compute; ``extra`` adds stage facts."""
+    """``summary.json``: held-out results, run facts and compute; ``extra`` adds stage facts.
+    The held-out results also go to the stage's W&B run (``verb``: its kind) where it is on."""
     summary = {
         "experiment": run.experiment,
         "run_name": run.run_name,
@@ -321,6 +324,7 @@ def summarise(
     }
     if is_main_process():
         write_json(run_dir / "summary.json", summary)
+        log_heldout(run, run_dir, verb, evals)
     return summary
 
 
