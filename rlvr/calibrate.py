@@ -32,11 +32,7 @@ def calibrate(run: RunConfig, run_dir: Path | None = None) -> Table:
     root = study_root(run)
     models = list(run.eval.models) or [f"sft={_study_sft_model(run, root)}"]
     folder = root / "calibration"
-    evaluate(
-        replace(
-            run, eval=replace(run.eval, models=models, tasks=benchmarks(run), out_dir=str(folder))
-        )
-    )
+    evaluate(replace(run, eval=replace(run.eval, models=models, tasks=benchmarks(run), out_dir=str(folder))))
     labels = {m.split("=", 1)[0] if "=" in m else Path(m).name for m in models}
     roles = {label: "sft" for label in labels}
     results = [r for r in load_results(folder, roles) if r.label in labels]

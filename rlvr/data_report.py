@@ -129,8 +129,7 @@ def build_report(run: RunConfig) -> tuple[str, bool]:
         f"train_size={run.mixture.train_size}  heldout_size={run.mixture.heldout_size}",
         format_part(train),
         format_part(heldout),
-        "train/eval overlap (id or prompt): "
-        + (", ".join(f"{d}: {n}" for d, n in sorted(leaks.items())) or "none"),
+        "train/eval overlap (id or prompt): " + (", ".join(f"{d}: {n}" for d, n in sorted(leaks.items())) or "none"),
     ]
     parts = (train, heldout)
     return "\n\n".join(lines), not any(p.failures or p.unscorable for p in parts)

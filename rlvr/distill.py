@@ -55,9 +55,7 @@ def distill(run: RunConfig, run_dir: Path) -> dict:
             "teachers": {name: d.teachers.get(name) for name in sorted(run.domains)},
             "teacher_device": d.teacher_device,
             # parameter elements of each teacher on this rank ("here") and in all ("total")
-            "teacher_elements": {
-                name: dict(getattr(t, "elements", {})) for name, t in sorted(teachers.items())
-            },
+            "teacher_elements": {name: dict(getattr(t, "elements", {})) for name, t in sorted(teachers.items())},
             "objective": d.objective,
             "heldout_kl": kl,
         }
@@ -136,17 +134,13 @@ def distillation_trainer(
         objective=run.distill.objective,
         samples_per_prompt=run.distill.samples_per_prompt,
         sampler_factory=_sampler_factory(run, dataset),
-        reward_funcs=build_reward_functions(
-            sorted(run.domains), scorer, budget, timer, run.algo.format_gate
-        ),
+        reward_funcs=build_reward_functions(sorted(run.domains), scorer, budget, timer, run.algo.format_gate),
     )
     trainer_ref["trainer"] = trainer
     return trainer, Counters(budget, timer, started)
 
 
-def train_student(
-    trainer: Any, counters: Counters, run: RunConfig, run_dir: Path
-) -> tuple[str, dict[str, Any]]:
+def train_student(trainer: Any, counters: Counters, run: RunConfig, run_dir: Path) -> tuple[str, dict[str, Any]]:
     """Train (resuming where a checkpoint is), save ``final/``; (final folder, facts)."""
     from rlvr.training.checkpoints import resume_checkpoint, train_from
     from rlvr.training.stages import _save_final

@@ -85,10 +85,16 @@ def filter_rows(run: RunConfig, run_dir: Path) -> dict:
     for domain, part in rows.items():
         log.info("%s: sampling %d completions for each of %d rows", domain, c.k, len(part))
         _, verdicts = sample_and_score(
-            model, tokenizer, part, decoding, scorer,
-            batch_size=c.batch_size, seed=c.seed, format_gate=run.algo.format_gate,
+            model,
+            tokenizer,
+            part,
+            decoding,
+            scorer,
+            batch_size=c.batch_size,
+            seed=c.seed,
+            format_gate=run.algo.format_gate,
             chat=ChatFormat.of(run.model),
-        )  # fmt: skip
+        )
         budget.record(domain, [v for vs in verdicts for v in vs])  # raises above the rate
         for row, vs in zip(part, verdicts, strict=True):
             results.append(row_pass(row, vs, band))

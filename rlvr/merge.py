@@ -125,9 +125,7 @@ def merge_models(
     (staging / MERGE_INFO).write_text(json.dumps(info, indent=2))
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
-    log.info(
-        "merged %d models (%s) in %.1f s -> %s", len(folders), info["name"], info["seconds"], out
-    )
+    log.info("merged %d models (%s) in %.1f s -> %s", len(folders), info["name"], info["seconds"], out)
     return out
 
 
@@ -184,9 +182,7 @@ def merge_stage(run: RunConfig, run_dir: Path) -> Path:
     m = run.merge
     name = m.name or m.method
     out = Path(m.out_dir) if m.out_dir else default_out_dir(run, name)
-    return merge_models(
-        m.method, m.base, m.models, m.params, out, m.seed, m.dtype, name, m.out_dtype
-    )
+    return merge_models(m.method, m.base, m.models, m.params, out, m.seed, m.dtype, name, m.out_dtype)
 
 
 def main() -> None:

@@ -56,9 +56,7 @@ def build_report(
         raise ConfigError(f"report.metric={metric!r}; choose one of {', '.join(METRICS)}")
     results = load_results(study, roles)
     if not results:
-        raise ConfigError(
-            f"no evaluation summaries under {study / 'eval'}; run rlvr.evaluate first"
-        )
+        raise ConfigError(f"no evaluation summaries under {study / 'eval'}; run rlvr.evaluate first")
     folder = study / "report"
     tables = (
         main_table(results, metric),
@@ -108,8 +106,7 @@ def _curve_runs(
         dirs = [
             run_dir
             for r in g.members.values()
-            if (run_dir := extra.get(r.label) or r.info.get("run_dir"))
-            and (Path(run_dir) / "metrics.jsonl").is_file()
+            if (run_dir := extra.get(r.label) or r.info.get("run_dir")) and (Path(run_dir) / "metrics.jsonl").is_file()
         ]
         domains = g.first.info.get("domains") or []
         if not dirs:
@@ -160,8 +157,7 @@ def _typed(data: list[list]) -> list[list]:
         any(isinstance(c, int | float) and not isinstance(c, bool) for c in column)
         for column in zip(*data, strict=True)
     ]
-    return [[None if n and isinstance(c, str) else c for c, n in zip(row, number, strict=True)]
-            for row in data]  # fmt: skip
+    return [[None if n and isinstance(c, str) else c for c, n in zip(row, number, strict=True)] for row in data]
 
 
 def report_stage(run: RunConfig, run_dir: Path | None = None) -> Report:

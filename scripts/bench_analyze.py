@@ -31,11 +31,23 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 SHAPES = {  # Qwen2.5-0.5B's config, and a small one of the same widths
-    "0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                 num_attention_heads=14, num_key_value_heads=2, vocab_size=151936),
-    "small": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=2,
-                  num_attention_heads=14, num_key_value_heads=2, vocab_size=16384),
-}  # fmt: skip
+    "0.5b": dict(
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        vocab_size=151936,
+    ),
+    "small": dict(
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=2,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        vocab_size=16384,
+    ),
+}
 SHARD_BYTES = 500 << 20
 
 
@@ -161,9 +173,7 @@ def bench(out: Path, shape: str, experts: int, dtype: torch.dtype, naive: str) -
     if naive == "yes" or (naive == "auto" and need_mb < free_mb() / 2):
         row["naive"] = measure("naive", folders, out / shape)
     else:
-        row["naive"] = {
-            "skipped": f"needs ~{need_mb / 1024:.0f} GB, {free_mb() / 1024:.0f} GB free"
-        }
+        row["naive"] = {"skipped": f"needs ~{need_mb / 1024:.0f} GB, {free_mb() / 1024:.0f} GB free"}
     return row
 
 
@@ -185,8 +195,10 @@ def show(row: dict) -> None:
     same = torch.equal(sv["overlap"], nv["overlap"])
     gram = ((sv["gram"] - nv["gram"]).abs().max() / nv["gram"].abs().max()).item()
     proj = ((sv["projected"] - nv["projected"]).abs().max() / nv["projected"].abs().max()).item()
-    print(f"  streamed = naive: changed masks {'identical' if same else 'DIFFER'}, "
-          f"Gram rel. diff {gram:.1e}, projection rel. diff {proj:.1e}")  # fmt: skip
+    print(
+        f"  streamed = naive: changed masks {'identical' if same else 'DIFFER'}, "
+        f"Gram rel. diff {gram:.1e}, projection rel. diff {proj:.1e}"
+    )
 
 
 def main() -> None:
@@ -205,14 +217,19 @@ def main() -> None:
         child(args.child, args.folders, args.out / f"{args.child}.pt")
         return
     dtype = getattr(torch, args.dtype)
-    need_gb = 1.1 * (args.experts + 1) * sum(
-        math.prod(s) for s in parameter_shapes(args.shape)[0].values()
-    ) * dtype.itemsize / 2**30  # fmt: skip
+    need_gb = (
+        1.1
+        * (args.experts + 1)
+        * sum(math.prod(s) for s in parameter_shapes(args.shape)[0].values())
+        * dtype.itemsize
+        / 2**30
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     free_gb = shutil.disk_usage(args.out).free / 2**30
     if need_gb > free_gb:
-        sys.exit(f"needs ~{need_gb:.0f} GB in {args.out}, {free_gb:.0f} GB free: "
-                 "use --dtype bfloat16 or fewer --experts")  # fmt: skip
+        sys.exit(
+            f"needs ~{need_gb:.0f} GB in {args.out}, {free_gb:.0f} GB free: use --dtype bfloat16 or fewer --experts"
+        )
     print(f"{args.experts} experts, {args.dtype}, ~{need_gb:.1f} GB of weights in {args.out}")
     rows = [bench(args.out, args.shape, args.experts, dtype, args.naive)]
     if "peak_rss_mb" not in rows[0]["naive"] and args.shape != "small":

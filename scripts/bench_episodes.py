@@ -50,9 +50,7 @@ def legacy_run_episodes(model, tokenizer, rows, decoding, *, batch_size=64, seed
         active.sort(key=lambda e: len(e.ids))  # similar lengths share a batch
         for start in range(0, len(active), batch_size):
             chunk = active[start : start + batch_size]
-            for episode, turn in zip(
-                chunk, _legacy_turns(model, tokenizer, chunk, decoding, budget), strict=True
-            ):
+            for episode, turn in zip(chunk, _legacy_turns(model, tokenizer, chunk, decoding, budget), strict=True):
                 _advance(tokenizer, episode, turn, budget, limit)
                 if len(episode.completion_ids) >= budget:
                     episode.finished = True
@@ -95,9 +93,7 @@ def _legacy_turns(model, tokenizer, episodes, decoding, budget) -> list[list[int
     if decoding.greedy:
         kwargs["do_sample"] = False
     else:
-        kwargs.update(
-            do_sample=True, temperature=decoding.temperature, top_p=decoding.top_p, top_k=0
-        )
+        kwargs.update(do_sample=True, temperature=decoding.temperature, top_p=decoding.top_p, top_k=0)
     with torch.inference_mode():
         out = model.generate(input_ids=input_ids, attention_mask=mask, **kwargs)
     turns = []
@@ -126,9 +122,7 @@ def agent_model(cache: Path, steps: int = 160) -> Path:
             f"hydra.run.dir={out / 'sft'}",
         ]
         env = dict(os.environ, RLVR_CACHE=str(cache))
-        subprocess.run(
-            [sys.executable, "-m", "rlvr.sft", *overrides], cwd=REPO, env=env, check=True
-        )
+        subprocess.run([sys.executable, "-m", "rlvr.sft", *overrides], cwd=REPO, env=env, check=True)
     return final
 
 
@@ -226,12 +220,9 @@ def grpo_steps(model_dir: str, steps: int, out: Path) -> dict[str, dict[str, flo
             stderr=subprocess.DEVNULL,
         )
         rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-        timed = [r for r in rows if "time/step_s" in r][1:] or [
-            r for r in rows if "time/step_s" in r
-        ]
+        timed = [r for r in rows if "time/step_s" in r][1:] or [r for r in rows if "time/step_s" in r]
         measured[name] = {
-            key: sum(r[f"time/{key}"] for r in timed) / len(timed)
-            for key in ("step_s", "generation_s", "update_s")
+            key: sum(r[f"time/{key}"] for r in timed) / len(timed) for key in ("step_s", "generation_s", "update_s")
         }
         lengths = [r["completions/mean_length"] for r in rows if "completions/mean_length" in r]
         measured[name]["length"] = sum(lengths) / max(1, len(lengths))
@@ -272,24 +263,37 @@ def main() -> None:
     new, old = measured["kv-cached"], measured["re-encoding"]
     log.info(
         "%d rows x k=%d = %d episodes, budget %d tokens, batch %d, %d torch thread(s), model %s",
-        args.rows, args.k, new["episodes"], args.budget, args.batch_size, args.threads, model_dir,
-    )  # fmt: skip
+        args.rows,
+        args.k,
+        new["episodes"],
+        args.budget,
+        args.batch_size,
+        args.threads,
+        model_dir,
+    )
     for name, m in measured.items():
         log.info(
             "%-12s %6.1f episodes/s  %6.1f ms/episode  (%.2f s)  peak RSS %5.0f MB  "
             "mean %.0f tokens, %.2f tool calls, score %.3f",
-            name, m["episodes"] / m["seconds"], 1000 * m["seconds"] / m["episodes"],
-            m["seconds"], m["rss_mb"], m["tokens"], m["turns"], m["score"],
-        )  # fmt: skip
+            name,
+            m["episodes"] / m["seconds"],
+            1000 * m["seconds"] / m["episodes"],
+            m["seconds"],
+            m["rss_mb"],
+            m["tokens"],
+            m["turns"],
+            m["score"],
+        )
     same = sum(a == b for a, b in zip(new["greedy_texts"], old["greedy_texts"], strict=True))
     log.info("ratio kv-cached / re-encoding: %.2fx faster", old["seconds"] / new["seconds"])
     episode_rate = new["tokens"] * new["episodes"] / new["seconds"]
     log.info(
         "tokens/s: episodes %.0f (model turns and tool results), single-turn sampling from the "
         "same prompts %.0f: episodes at %.2fx the speed of single-turn generation",
-        episode_rate, new["single_turn_tokens_per_s"],
+        episode_rate,
+        new["single_turn_tokens_per_s"],
         episode_rate / new["single_turn_tokens_per_s"],
-    )  # fmt: skip
+    )
     log.info("greedy episodes identical on both paths: %d/%d", same, len(new["greedy_texts"]))
     if args.grpo_steps:
         import tempfile
@@ -299,8 +303,12 @@ def main() -> None:
         for name, m in arms.items():
             log.info(
                 "GRPO %-16s %6.1f s/step (generation %5.1f s, update %5.1f s), completion %3.0f",
-                name, m["step_s"], m["generation_s"], m["update_s"], m["length"],
-            )  # fmt: skip
+                name,
+                m["step_s"],
+                m["generation_s"],
+                m["update_s"],
+                m["length"],
+            )
         math_s = arms["math"]["step_s"]
         for name in ("agent, episodes", "agent, TRL loop"):
             log.info("GRPO %s / math: %.2fx", name, arms[name]["step_s"] / math_s)
@@ -313,9 +321,12 @@ def main() -> None:
                 other = arms[f"{name}, {baseline}"]
                 log.info(
                     "GRPO %s update: %.2fx faster than with %s (%.1f s vs %.1f s)",
-                    name, other["update_s"] / lean["update_s"], what, lean["update_s"],
+                    name,
+                    other["update_s"] / lean["update_s"],
+                    what,
+                    lean["update_s"],
                     other["update_s"],
-                )  # fmt: skip
+                )
 
 
 if __name__ == "__main__":

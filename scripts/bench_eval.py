@@ -81,8 +81,7 @@ def measure(job: dict) -> dict:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
     rss_mb = peak / 2**20 if sys.platform == "darwin" else peak / 1024
     params = sum(p.numel() for p in model.parameters())
-    return {"seconds": min(seconds), "rss_mb": rss_mb, "threads": torch.get_num_threads(),
-            "params": params}  # fmt: skip
+    return {"seconds": min(seconds), "rss_mb": rss_mb, "threads": torch.get_num_threads(), "params": params}
 
 
 def in_child(job: dict) -> dict:
@@ -112,11 +111,9 @@ def report(k: int, samples: int, loop: dict, ours: dict[int, dict]) -> None:
     for batch, r in ours.items():
         name = f"batched, batch {batch} (generation)"
         log.info(row, name, samples / r["seconds"], r["seconds"], r["rss_mb"])
-    log.info(row, "per-prompt generate loop", samples / loop["seconds"], loop["seconds"],
-             loop["rss_mb"])  # fmt: skip
+    log.info(row, "per-prompt generate loop", samples / loop["seconds"], loop["seconds"], loop["rss_mb"])
     for batch, r in ours.items():
-        log.info("  ratio batched / loop, k=%d, batch %-4d %6.2fx", k, batch,
-                 loop["seconds"] / r["seconds"])  # fmt: skip
+        log.info("  ratio batched / loop, k=%d, batch %-4d %6.2fx", k, batch, loop["seconds"] / r["seconds"])
 
 
 def main() -> None:
@@ -128,9 +125,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="timed runs; the best is kept")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch default)")
     parser.add_argument("--cache-dir", default=None, help="tiny model cache (default: a temp dir)")
-    parser.add_argument("--model", default=None,
-                        help="a model folder or a packaged model (smollm2-135m-instruct) "
-                        "instead of the tiny model")  # fmt: skip
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="a model folder or a packaged model (smollm2-135m-instruct) instead of the tiny model",
+    )
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: one measurement
     args = parser.parse_args()
     if args.job:
@@ -143,15 +142,24 @@ def main() -> None:
         folder = ensure_packaged_model(args.model, Path(cache) / "models")
     else:
         folder = args.model or ensure_tiny_model(cache, TinyModelSpec())
-    base = {"folder": str(folder), "prompts": args.prompts, "new": args.max_new_tokens,
-            "repeats": args.repeats, "threads": args.threads}  # fmt: skip
+    base = {
+        "folder": str(folder),
+        "prompts": args.prompts,
+        "new": args.max_new_tokens,
+        "repeats": args.repeats,
+        "threads": args.threads,
+    }
     results = {k: measure_k(base, k, args.batch_size) for k in args.k}
     first = next(iter(results.values()))[0]
     log.info(
         "model %s (%s params), %d prompts, %d new tokens max, %d torch thread(s), best of %d",
-        args.model or "tiny", f"{first['params']:,}", args.prompts, args.max_new_tokens,
-        first["threads"], args.repeats,
-    )  # fmt: skip
+        args.model or "tiny",
+        f"{first['params']:,}",
+        args.prompts,
+        args.max_new_tokens,
+        first["threads"],
+        args.repeats,
+    )
     for k, (loop, ours) in results.items():
         report(k, args.prompts * k, loop, ours)
     log.info("bench took %.0f s", time.perf_counter() - start)

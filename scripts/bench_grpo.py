@@ -78,9 +78,7 @@ ARMS = {
 }
 
 
-def arm_overrides(
-    arm: str, scenario: str, init_from: str, steps: int, out: Path, extra: list[str]
-) -> list[str]:
+def arm_overrides(arm: str, scenario: str, init_from: str, steps: int, out: Path, extra: list[str]) -> list[str]:
     return [
         *COMMON,
         *SCENARIOS[scenario],
@@ -147,10 +145,7 @@ def run_bare(overrides: list[str], out: Path) -> dict:
     def reward(prompts, completions, reference, verifier, **_):
         start = time.perf_counter()
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-        scores = [
-            verify(t, json.loads(r), v, fmt).score
-            for t, r, v in zip(texts, reference, verifier, strict=True)
-        ]
+        scores = [verify(t, json.loads(r), v, fmt).score for t, r, v in zip(texts, reference, verifier, strict=True)]
         clock["reward"] += time.perf_counter() - start
         return scores
 
@@ -185,11 +180,7 @@ def run_bare(overrides: list[str], out: Path) -> dict:
 
     trainer._generate = timed_generate
     trainer.train()
-    lengths = [
-        h["completions/mean_length"]
-        for h in trainer.state.log_history
-        if "completions/mean_length" in h
-    ]
+    lengths = [h["completions/mean_length"] for h in trainer.state.log_history if "completions/mean_length" in h]
     return {**times, "mean_length": lengths}
 
 
@@ -215,9 +206,7 @@ def arm_main(args: argparse.Namespace) -> None:
 
     configure_threads()  # as every entry point does
     out = Path(args.out)
-    overrides = arm_overrides(
-        args.arm, args.scenario, args.init_from, args.steps, out, args.set or []
-    )
+    overrides = arm_overrides(args.arm, args.scenario, args.init_from, args.steps, out, args.set or [])
     result = run_bare(overrides, out) if args.arm == "bare" else run_rlvr(overrides, out, args.arm)
     result["self_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     (out / f"{args.arm}.json").write_text(json.dumps(result))
@@ -243,9 +232,7 @@ def tree_peak_rss(proc: subprocess.Popen, peak: list[float]) -> None:
         pass
 
 
-def launch(
-    arm: str, scenario: str, init_from: str, steps: int, out: Path, extra: list[str]
-) -> dict:
+def launch(arm: str, scenario: str, init_from: str, steps: int, out: Path, extra: list[str]) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, __file__, "--arm", arm, "--scenario", scenario]
     cmd += ["--init-from", init_from, "--steps", str(steps), "--out", str(out)]
@@ -267,10 +254,17 @@ def sft_model(steps: int, out: Path) -> str:
     """A short SFT on math and code demonstrations, so completions end and rewards vary."""
     final = out / "sft" / "final"
     cmd = [
-        sys.executable, "-m", "rlvr.sft", "experiment=smoke", "domains=[math,code]",
-        "logger=none", "mixture.heldout_size=0", f"sft.max_steps={steps}",
-        f"paths.output_root={out}", f"hydra.run.dir={out / 'sft'}",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "rlvr.sft",
+        "experiment=smoke",
+        "domains=[math,code]",
+        "logger=none",
+        "mixture.heldout_size=0",
+        f"sft.max_steps={steps}",
+        f"paths.output_root={out}",
+        f"hydra.run.dir={out / 'sft'}",
+    ]
     start = time.perf_counter()
     subprocess.run(cmd, cwd=REPO_ROOT, check=True, capture_output=True)
     print(f"SFT ({steps} steps, math + code): {time.perf_counter() - start:.0f} s")
@@ -307,19 +301,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--sft-steps", type=int, default=150)
-    parser.add_argument("--init-from", default=None,
-                        help="an SFT model folder, or a packaged model such as "
-                        "smollm2-135m-instruct (skips the SFT)")  # fmt: skip
     parser.add_argument(
-        "--scenarios", nargs="+", choices=sorted(SCENARIOS), default=list(SCENARIOS)
+        "--init-from",
+        default=None,
+        help="an SFT model folder, or a packaged model such as smollm2-135m-instruct (skips the SFT)",
     )
+    parser.add_argument("--scenarios", nargs="+", choices=sorted(SCENARIOS), default=list(SCENARIOS))
     parser.add_argument(
-        "--arms", nargs="+", choices=list(ARMS), default=list(ARMS),
+        "--arms",
+        nargs="+",
+        choices=list(ARMS),
+        default=list(ARMS),
         help="a subset of the arms (a real model's steps are long): bare and rlvr at least",
-    )  # fmt: skip
-    parser.add_argument(
-        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="Hydra overrides for every arm"
     )
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="Hydra overrides for every arm")
     parser.add_argument("--arm", choices=sorted(ARMS), help=argparse.SUPPRESS)
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -341,9 +336,7 @@ def main() -> None:
     results = {}
     for scenario in args.scenarios:
         for arm in args.arms:
-            results[scenario, arm] = launch(
-                arm, scenario, init_from, args.steps, work / scenario, args.set
-            )
+            results[scenario, arm] = launch(arm, scenario, init_from, args.steps, work / scenario, args.set)
 
     print(
         f"cpu cores: {os.cpu_count()}  load average: {os.getloadavg()[0]:.2f}  steps: {args.steps}"

@@ -30,17 +30,35 @@ STAGES = {
 
 def run(stage: str, keep: bool, out: Path) -> tuple[float, int]:
     """(wall seconds, minor page faults) of one stage process."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled",
-           "RLVR_KEEP_FREED_MEMORY": "1" if keep else "0"}  # fmt: skip
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "WANDB_MODE": "disabled",
+        "RLVR_KEEP_FREED_MEMORY": "1" if keep else "0",
+    }
     entry, *overrides = STAGES[stage]
     folder = out / f"{stage}-{int(keep)}-{time.monotonic_ns()}"
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", entry, "experiment=tiny_study", "logger=none", "eval.in_run=false",
-         *overrides, f"paths.output_root={out}", f"hydra.run.dir={folder}"],
-        cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            entry,
+            "experiment=tiny_study",
+            "logger=none",
+            "eval.in_run=false",
+            *overrides,
+            f"paths.output_root={out}",
+            f"hydra.run.dir={folder}",
+        ],
+        cwd=REPO,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wall = time.perf_counter() - start
     return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - before
 
@@ -57,9 +75,11 @@ def main() -> None:
                     results[keep].append(run(stage, keep, Path(tmp)))
             walls = {k: statistics.median(w for w, _ in v) for k, v in results.items()}
             faults = {k: statistics.median(f for _, f in v) for k, v in results.items()}
-            print(f"{stage:10s} glibc defaults {walls[False]:6.1f} s, {faults[False]:>9,.0f} faults | "
-                  f"freed memory kept {walls[True]:6.1f} s, {faults[True]:>9,.0f} faults | "
-                  f"{walls[False] / walls[True]:.3f}x")  # fmt: skip
+            print(
+                f"{stage:10s} glibc defaults {walls[False]:6.1f} s, {faults[False]:>9,.0f} faults | "
+                f"freed memory kept {walls[True]:6.1f} s, {faults[True]:>9,.0f} faults | "
+                f"{walls[False] / walls[True]:.3f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ def run_sandboxed(rows: list[dict], verifier) -> tuple[float, list[float], int]:
                 "entry_point": row["entry_point"],
                 "prefix": row["prompt"],
             },
-        )  # fmt: skip
+        )
         for row in rows
     ]
 
@@ -95,8 +95,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sandbox", default="auto", help="auto|nsjail|bwrap|unshare|rlimit")
     parser.add_argument("--workers", type=int, default=0, help="0: one per core, capped at 8")
-    parser.add_argument("--naive-python", default=sys.executable,
-                        help="interpreter of the naive baseline (default: this one)")  # fmt: skip
+    parser.add_argument(
+        "--naive-python", default=sys.executable, help="interpreter of the naive baseline (default: this one)"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="passes over the 164 problems")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -112,12 +113,18 @@ def main() -> None:
     n = len(rows)
     naive_rate, box_rate = n / naive_s, n / box_s
     print(f"executions: {n} HumanEval canonical solutions; cores: {os.cpu_count()}")
-    print(f"(a) naive subprocess ({args.naive_python}), sequential, unsandboxed: {naive_rate:.1f} exec/s "
-          f"({naive_ok}/{n} passed); latency {percentiles(naive_lat)}")  # fmt: skip
-    print(f"(b) code verifier, backend {sandbox.name}, {sandbox.workers} workers: {box_rate:.1f} "
-          f"exec/s ({box_ok}/{n} passed); latency {percentiles(box_lat)}")  # fmt: skip
-    print(f"ratio (b)/(a): {box_rate / naive_rate:.2f}x (target >= 4x); "
-          f"probe + pool start-up (not in (b)): {startup:.2f} s")  # fmt: skip
+    print(
+        f"(a) naive subprocess ({args.naive_python}), sequential, unsandboxed: {naive_rate:.1f} exec/s "
+        f"({naive_ok}/{n} passed); latency {percentiles(naive_lat)}"
+    )
+    print(
+        f"(b) code verifier, backend {sandbox.name}, {sandbox.workers} workers: {box_rate:.1f} "
+        f"exec/s ({box_ok}/{n} passed); latency {percentiles(box_lat)}"
+    )
+    print(
+        f"ratio (b)/(a): {box_rate / naive_rate:.2f}x (target >= 4x); "
+        f"probe + pool start-up (not in (b)): {startup:.2f} s"
+    )
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"peak RSS: this process {own:.0f} MB, largest finished child {child:.0f} MB")

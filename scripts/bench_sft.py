@@ -29,11 +29,25 @@ def run(trim: bool, steps: int, threads: int, out: Path) -> dict[str, float]:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1"}
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "rlvr.sft", "experiment=tiny_study", "logger=none", "eval.in_run=false",
-         f"sft.max_steps={steps}", "sft.save_steps=0", f"sft.trim_padding={str(trim).lower()}",
-         f"paths.output_root={out}", f"hydra.run.dir={folder}"],
-        cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "rlvr.sft",
+            "experiment=tiny_study",
+            "logger=none",
+            "eval.in_run=false",
+            f"sft.max_steps={steps}",
+            "sft.save_steps=0",
+            f"sft.trim_padding={str(trim).lower()}",
+            f"paths.output_root={out}",
+            f"hydra.run.dir={folder}",
+        ],
+        cwd=REPO,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wall = time.perf_counter() - start
     metrics = [json.loads(x) for x in (folder / "metrics.jsonl").read_text().splitlines()]
     steps_logged = [m for m in metrics if "time/step_s" in m and "loss" in m]
@@ -54,8 +68,7 @@ def main() -> None:
         padded = run(False, args.steps, args.threads, Path(tmp))
         chunked = run(True, args.steps, args.threads, Path(tmp))
     for name, m in (("padded (TRL)", padded), ("chunked", chunked)):
-        print(f"{name:13s} {m['step_s']:.3f} s/step, last logged loss {m['loss']:.4f}, "
-              f"process {m['wall_s']:.1f} s")  # fmt: skip
+        print(f"{name:13s} {m['step_s']:.3f} s/step, last logged loss {m['loss']:.4f}, process {m['wall_s']:.1f} s")
     print(f"SFT step: chunked {padded['step_s'] / chunked['step_s']:.2f}x faster than padded")
 
 

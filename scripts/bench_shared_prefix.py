@@ -74,19 +74,25 @@ def main() -> None:
         ours_s, ours = timed(lambda: run(True), args.repeats)
         totals[0] += base_s
         totals[1] += ours_s
-        pairs = [
-            (a, b)
-            for pa, pb in zip(base.ids, ours.ids, strict=True)
-            for a, b in zip(pa, pb, strict=True)
-        ]
+        pairs = [(a, b) for pa, pb in zip(base.ids, ours.ids, strict=True) for a, b in zip(pa, pb, strict=True)]
         same = sum(a == b for a, b in pairs)
         length = sum(len(a) for a, _ in pairs) / len(pairs)
         prompt = sum(map(len, ids)) / len(ids)
-        log.info("%-12s prompt %4.0f ids, completion %5.1f ids: k-fold cache %6.2f s, shared "
-                 "%6.2f s, ratio %5.2fx, identical %d/%d", domain, prompt, length, base_s, ours_s,
-                 base_s / ours_s, same, len(pairs))  # fmt: skip
-    log.info("single turn  k-fold cache %6.2f s, shared %6.2f s, ratio %5.2fx",
-             totals[0], totals[1], totals[0] / totals[1])  # fmt: skip
+        log.info(
+            "%-12s prompt %4.0f ids, completion %5.1f ids: k-fold cache %6.2f s, shared "
+            "%6.2f s, ratio %5.2fx, identical %d/%d",
+            domain,
+            prompt,
+            length,
+            base_s,
+            ours_s,
+            base_s / ours_s,
+            same,
+            len(pairs),
+        )
+    log.info(
+        "single turn  k-fold cache %6.2f s, shared %6.2f s, ratio %5.2fx", totals[0], totals[1], totals[0] / totals[1]
+    )
     episodes(model, tokenizer, args)
 
 
@@ -98,19 +104,23 @@ def episodes(model, tokenizer, args) -> None:
     decoding = Decoding(k=args.k, temperature=1.0, top_p=1.0, max_new_tokens=192)
 
     def run(share: bool):
-        return run_episodes(model, tokenizer, rows, decoding, batch_size=args.prompts * args.k,
-                            share_prompts=share)  # fmt: skip
+        return run_episodes(model, tokenizer, rows, decoding, batch_size=args.prompts * args.k, share_prompts=share)
 
     run(True)  # warm-up
     base_s, base = timed(lambda: run(False), args.repeats)
     ours_s, ours = timed(lambda: run(True), args.repeats)
-    pairs = [(a.text, b.text) for pa, pb in zip(base, ours, strict=True)
-             for a, b in zip(pa, pb, strict=True)]  # fmt: skip
+    pairs = [(a.text, b.text) for pa, pb in zip(base, ours, strict=True) for a, b in zip(pa, pb, strict=True)]
     same = sum(a == b for a, b in pairs)
     length = sum(r.tokens for p in base for r in p) / len(pairs)
-    log.info("agent        episodes of %5.1f ids: copy per episode %6.2f s, shared %6.2f s, "
-             "ratio %5.2fx, identical %d/%d", length, base_s, ours_s, base_s / ours_s, same,
-             len(pairs))  # fmt: skip
+    log.info(
+        "agent        episodes of %5.1f ids: copy per episode %6.2f s, shared %6.2f s, ratio %5.2fx, identical %d/%d",
+        length,
+        base_s,
+        ours_s,
+        base_s / ours_s,
+        same,
+        len(pairs),
+    )
 
 
 if __name__ == "__main__":

@@ -33,19 +33,31 @@ from rlvr.study.warm_start import ForkServer  # noqa: E402
 
 COMMON = ["experiment=tiny_study", "logger=none", "domains=[math]"]
 STAGES = {
-    "eval": ["rlvr.evaluate", "eval.models=[\"base=tiny\"]", "eval.tasks=[micro_math]",
-             "eval.max_prompts=4", "eval.k=1", "eval.greedy=false"],
-    "grpo": ["rlvr.train", "trainer.max_steps=1", "trainer.save_steps=0", "algo.prompts_per_step=2",
-             "algo.num_generations=2", "algo.max_completion_length=16", "eval.in_run=false",
-             "sft.enabled=false"],
-}  # fmt: skip
+    "eval": [
+        "rlvr.evaluate",
+        'eval.models=["base=tiny"]',
+        "eval.tasks=[micro_math]",
+        "eval.max_prompts=4",
+        "eval.k=1",
+        "eval.greedy=false",
+    ],
+    "grpo": [
+        "rlvr.train",
+        "trainer.max_steps=1",
+        "trainer.save_steps=0",
+        "algo.prompts_per_step=2",
+        "algo.num_generations=2",
+        "algo.max_completion_length=16",
+        "eval.in_run=false",
+        "sft.enabled=false",
+    ],
+}
 
 
 def stage_job(root: Path, kind: str, label: str) -> StageJob:
     out = root / label
     module, *args = STAGES[kind]
-    args = [*COMMON, *args, f"run_name={label}", f"paths.output_root={out}",
-            f"hydra.run.dir={out}"]  # fmt: skip
+    args = [*COMMON, *args, f"run_name={label}", f"paths.output_root={out}", f"hydra.run.dir={out}"]
     if kind == "eval":
         args.append(f"eval.out_dir={out}")
     stage = Stage(label, kind, module, (), (), out, ())

@@ -109,9 +109,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=default_workers())
     parser.add_argument("--limit", type=int, default=2000, help="items per domain")
     parser.add_argument("--data", type=Path, default=shared_data_dir())
-    parser.add_argument(
-        "--repeats", type=int, default=7, help="alternating runs of science and IFEval (median)"
-    )
+    parser.add_argument("--repeats", type=int, default=7, help="alternating runs of science and IFEval (median)")
     args = parser.parse_args()
 
     domains = {"math": math_items, "science": science_items}
@@ -136,9 +134,7 @@ def main() -> None:
             ratios = sorted(p / s for p, s in zip(pools, singles, strict=True))
             rows.append((name, len(batch), median(singles), median(pools), ratios))
 
-    print(
-        f"cpu cores: {os.cpu_count()}  pool workers: {args.workers}  pool start-up: {startup:.1f} s"
-    )
+    print(f"cpu cores: {os.cpu_count()}  pool workers: {args.workers}  pool start-up: {startup:.1f} s")
     print(
         f"{'domain':<12} {'items':>6} {'single/s':>10} {'pool/s':>10} {'ratio':>7} {'pool s':>7}"
         "  runs (ratio per run, lowest to highest)"

@@ -35,12 +35,26 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-TINY = {"vocab_size": 512, "hidden_size": 192, "num_hidden_layers": 4, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "intermediate_size": 512, "tie_word_embeddings": True,
-        "model_type": "qwen2"}  # fmt: skip
-QWEN05 = {"vocab_size": 512, "hidden_size": 896, "num_hidden_layers": 24,
-          "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864,
-          "tie_word_embeddings": True, "model_type": "qwen2"}  # fmt: skip
+TINY = {
+    "vocab_size": 512,
+    "hidden_size": 192,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 512,
+    "tie_word_embeddings": True,
+    "model_type": "qwen2",
+}
+QWEN05 = {
+    "vocab_size": 512,
+    "hidden_size": 896,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 14,
+    "num_key_value_heads": 2,
+    "intermediate_size": 4864,
+    "tie_word_embeddings": True,
+    "model_type": "qwen2",
+}
 # a Qwen2 shape with a real-sized tied vocabulary (its root unit counts) and few tokens (bf16
 # matmuls are slow on CPUs without bf16 units), for the FSDP2 ranks
 QWEN_VOCAB = {
@@ -53,9 +67,16 @@ QWEN_VOCAB = {
     "tie_word_embeddings": True,
     "model_type": "qwen2",
 }
-SMOLLM2 = {"vocab_size": 49152, "hidden_size": 576, "num_hidden_layers": 30,
-           "num_attention_heads": 9, "num_key_value_heads": 3, "intermediate_size": 1536,
-           "tie_word_embeddings": True, "model_type": "llama"}  # fmt: skip
+SMOLLM2 = {
+    "vocab_size": 49152,
+    "hidden_size": 576,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "intermediate_size": 1536,
+    "tie_word_embeddings": True,
+    "model_type": "llama",
+}
 
 
 @dataclass(frozen=True)
@@ -88,9 +109,21 @@ CASES = {
 
 
 class _MallInfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-        "fordblks", "keepcost")]  # fmt: skip
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 def in_use_bytes() -> int:
@@ -133,9 +166,7 @@ def _build(case: Case, dtype):
     kind = case.config["model_type"]
     config_class = transformers.AutoConfig.for_model(kind)
     config = type(config_class)(**{k: v for k, v in case.config.items() if k != "model_type"})
-    model = transformers.AutoModelForCausalLM.from_config(
-        config, torch_dtype=dtype, attn_implementation="sdpa"
-    )
+    model = transformers.AutoModelForCausalLM.from_config(config, torch_dtype=dtype, attn_implementation="sdpa")
     if case.checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.config.use_cache = False
@@ -291,8 +322,13 @@ def run_case(name: str) -> dict:
         measured = int(out.stdout.strip().splitlines()[-1])
     parts = predict(CASES[name])
     predicted = sum(parts.values())
-    return {"case": asdict(CASES[name]) | {"config": None}, "measured": measured,
-            "predicted": predicted, "ratio": predicted / measured, "parts": parts}  # fmt: skip
+    return {
+        "case": asdict(CASES[name]) | {"config": None},
+        "measured": measured,
+        "predicted": predicted,
+        "ratio": predicted / measured,
+        "parts": parts,
+    }
 
 
 def main() -> None:
@@ -314,8 +350,11 @@ def main() -> None:
         r = run_case(name)
         rows.append(r)
         c = CASES[name]
-        print(f"{name:<30} {f'{c.rows} x {c.sequence}':>14} {r['predicted'] / 2**30:>8.2f} G "
-              f"{r['measured'] / 2**30:>8.2f} G {r['ratio']:>6.2f}", flush=True)  # fmt: skip
+        print(
+            f"{name:<30} {f'{c.rows} x {c.sequence}':>14} {r['predicted'] / 2**30:>8.2f} G "
+            f"{r['measured'] / 2**30:>8.2f} G {r['ratio']:>6.2f}",
+            flush=True,
+        )
         print("    " + ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in r["parts"].items()))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -58,39 +58,41 @@ def _memory_mb() -> int:
 
 def slurm_conf(folder: Path, node: str, ports: list[int], cpus: int, memory_mb: int) -> str:
     user = getpass.getuser()
-    return "\n".join([
-        "ClusterName=rlvrlocal",
-        f"SlurmctldHost={node}(127.0.0.1)",
-        f"SlurmUser={user}",
-        f"SlurmdUser={user}",
-        "AuthType=auth/munge",
-        "CredType=cred/munge",
-        # a requeued job may start again once its launch credential expires (default 120 s)
-        f"AuthInfo=socket={folder / 'munge.socket'},cred_expire=10",
-        f"SlurmctldPort={ports[0]}",
-        f"SlurmdPort={ports[1]}",
-        f"StateSaveLocation={folder / 'state'}",
-        f"SlurmdSpoolDir={folder / 'spool'}",
-        f"SlurmctldPidFile={folder / 'slurmctld.pid'}",
-        f"SlurmdPidFile={folder / 'slurmd.pid'}",
-        f"SlurmctldLogFile={folder / 'log' / 'slurmctld.log'}",
-        f"SlurmdLogFile={folder / 'log' / 'slurmd.log'}",
-        "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
-        "SelectType=select/cons_tres",
-        "SelectTypeParameters=CR_Core",
-        "SchedulerType=sched/backfill",
-        "SchedulerParameters=sched_interval=1",
-        "ReturnToService=2",
-        "MinJobAge=86400",
-        "KillWait=5",
-        "AccountingStorageType=accounting_storage/none",
-        "JobCompType=jobcomp/none",
-        "MpiDefault=none",
-        f"NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN",
-        f"PartitionName=local Nodes={node} Default=YES MaxTime=INFINITE State=UP",
-        "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "ClusterName=rlvrlocal",
+            f"SlurmctldHost={node}(127.0.0.1)",
+            f"SlurmUser={user}",
+            f"SlurmdUser={user}",
+            "AuthType=auth/munge",
+            "CredType=cred/munge",
+            # a requeued job may start again once its launch credential expires (default 120 s)
+            f"AuthInfo=socket={folder / 'munge.socket'},cred_expire=10",
+            f"SlurmctldPort={ports[0]}",
+            f"SlurmdPort={ports[1]}",
+            f"StateSaveLocation={folder / 'state'}",
+            f"SlurmdSpoolDir={folder / 'spool'}",
+            f"SlurmctldPidFile={folder / 'slurmctld.pid'}",
+            f"SlurmdPidFile={folder / 'slurmd.pid'}",
+            f"SlurmctldLogFile={folder / 'log' / 'slurmctld.log'}",
+            f"SlurmdLogFile={folder / 'log' / 'slurmd.log'}",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core",
+            "SchedulerType=sched/backfill",
+            "SchedulerParameters=sched_interval=1",
+            "ReturnToService=2",
+            "MinJobAge=86400",
+            "KillWait=5",
+            "AccountingStorageType=accounting_storage/none",
+            "JobCompType=jobcomp/none",
+            "MpiDefault=none",
+            f"NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN",
+            f"PartitionName=local Nodes={node} Default=YES MaxTime=INFINITE State=UP",
+            "",
+        ]
+    )
 
 
 def start(folder: Path, timeout_s: float = 60) -> dict[str, str]:
@@ -109,17 +111,25 @@ def start(folder: Path, timeout_s: float = 60) -> dict[str, str]:
     conf.write_text(slurm_conf(folder, node, _free_ports(2), os.cpu_count() or 1, _memory_mb()))
     env = {**os.environ, "SLURM_CONF": str(conf)}
     commands = {
-        "munged": [_which("munged"), "--foreground", "--force", f"--socket={folder / 'munge.socket'}",
-                   f"--key-file={key}", f"--log-file={folder / 'log' / 'munged.log'}",
-                   f"--pid-file={folder / 'munged.pid'}", f"--seed-file={folder / 'munged.seed'}"],
+        "munged": [
+            _which("munged"),
+            "--foreground",
+            "--force",
+            f"--socket={folder / 'munge.socket'}",
+            f"--key-file={key}",
+            f"--log-file={folder / 'log' / 'munged.log'}",
+            f"--pid-file={folder / 'munged.pid'}",
+            f"--seed-file={folder / 'munged.seed'}",
+        ],
         "slurmctld": [_which("slurmctld"), "-D", "-c", "-f", str(conf)],
         "slurmd": [_which("slurmd"), "-D", "-f", str(conf), "-N", node],
-    }  # fmt: skip
+    }
     pids = {}
     for name, argv in commands.items():
         with (folder / "log" / f"{name}.out").open("a") as out:
-            proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(
+                argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         pids[name] = proc.pid
         (folder / "pids.json").write_text(json.dumps(pids))
         if name == "munged":
@@ -166,12 +176,12 @@ def stop(folder: Path, grace_s: float = 10) -> None:
 def _cancel_jobs(folder: Path, grace_s: float) -> None:
     """scancel every job of this cluster and wait (up to the grace) until none is left."""
     env = {**os.environ, "SLURM_CONF": str(folder / "slurm.conf")}
-    subprocess.run(["scancel", "--quiet", "--user", getpass.getuser()], env=env,
-                   capture_output=True, timeout=30)  # fmt: skip
+    subprocess.run(["scancel", "--quiet", "--user", getpass.getuser()], env=env, capture_output=True, timeout=30)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
-        queued = subprocess.run(["squeue", "-h", "-o", "%i"], env=env, capture_output=True,
-                                text=True, timeout=30).stdout.split()  # fmt: skip
+        queued = subprocess.run(
+            ["squeue", "-h", "-o", "%i"], env=env, capture_output=True, text=True, timeout=30
+        ).stdout.split()
         if not queued:
             return
         time.sleep(0.2)

@@ -53,8 +53,10 @@ def main() -> int:
         cpu = sum(p.cpu_s for p in stages if p.cpu_s is not None)
         jobs = (manifest.get("plan") or {}).get("jobs")
         if cpu and jobs:  # near 100%: the study waits on work, not on its schedule
-            print(f"CPU (every stage, every seed): {cpu:,.0f} s, {cpu / (busy * jobs):.0%} of "
-                  f"study.jobs ({jobs}) x the busy time")  # fmt: skip
+            print(
+                f"CPU (every stage, every seed): {cpu:,.0f} s, {cpu / (busy * jobs):.0%} of "
+                f"study.jobs ({jobs}) x the busy time"
+            )
     return 0
 
 

@@ -50,9 +50,7 @@ def main() -> int:
     for page, modules in TREES.items():
         current = page.read_text().split(BEGIN, 1)[-1].split(END, 1)[0].strip()
         if current != rooms(modules):
-            print(
-                f"{page.name}'s tree of rooms is out of date: run python scripts/rooms.py --write"
-            )
+            print(f"{page.name}'s tree of rooms is out of date: run python scripts/rooms.py --write")
             return 1
     return 0
 

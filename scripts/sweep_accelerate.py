@@ -92,9 +92,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", required=True, help="conf/accelerate/<config>.yaml")
     p.add_argument("--entry", default="rlvr.train", help="module to launch (rlvr.train, rlvr.sft)")
-    p.add_argument(
-        "--launch-args", default="", help='extra accelerate flags, e.g. "--num_processes 4"'
-    )
+    p.add_argument("--launch-args", default="", help='extra accelerate flags, e.g. "--num_processes 4"')
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     p.add_argument("--keep-going", action="store_true", help="run the other points after a failure")
     p.add_argument("overrides", nargs="*", help="Hydra overrides; sweeps as in python -m ... -m")

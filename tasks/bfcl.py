@@ -61,9 +61,7 @@ def load_bfcl(category: str, data_dir: Path, limit: int | None = None) -> list[d
     ``multi_turn_base`` is not supported: its official scoring needs BFCL's API simulators.
     """
     if category not in CATEGORIES:
-        raise BfclDataError(
-            f"unknown BFCL category {category!r}; supported: {', '.join(CATEGORIES)}"
-        )
+        raise BfclDataError(f"unknown BFCL category {category!r}; supported: {', '.join(CATEGORIES)}")
     data_dir = Path(data_dir)
     answers = _answers(category, data_dir)
     rows = []
@@ -107,12 +105,7 @@ def load_bfcl_split(split: str, data_dir: Path, limit: int | None = None) -> lis
     hash order (so a limit draws both categories), at most ``limit`` rows."""
     if split not in ("train", "test"):
         raise BfclDataError(f"unknown BFCL split {split!r}; use train or test")
-    rows = [
-        r
-        for category in SPLIT_CATEGORIES
-        for r in load_bfcl(category, data_dir)
-        if split_of(r["id"]) == split
-    ]
+    rows = [r for category in SPLIT_CATEGORIES for r in load_bfcl(category, data_dir) if split_of(r["id"]) == split]
     rows.sort(key=lambda r: hashlib.sha256(r["id"].encode()).hexdigest())
     return rows[:limit] if limit is not None else rows
 
@@ -134,9 +127,7 @@ def _listed(options: Any) -> list[Any]:
     return options if isinstance(options, list) else [options]
 
 
-def gold_calls(
-    ground_truth: list[Mapping[str, Any]], functions: list[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+def gold_calls(ground_truth: list[Mapping[str, Any]], functions: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One concrete right answer: per gold call the first allowed value of each parameter,
     optional (``""``-allowed) ones omitted unless the function requires them. Usable as a
     demonstration target; names are the documented ones the model sees."""

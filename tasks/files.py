@@ -57,8 +57,7 @@ def parse_task_files(value: str | None = None) -> dict[str, tuple[str, ...]]:
         files = tuple(str(Path(p.strip()).expanduser()) for p in paths.split(",") if p.strip())
         if not sep or not task.strip() or not files:
             raise ValueError(
-                f"{TASK_FILES_ENV}: entry {entry!r} is not '<task>=<file>[,<file>...]' "
-                "(entries separated by ';')"
+                f"{TASK_FILES_ENV}: entry {entry!r} is not '<task>=<file>[,<file>...]' (entries separated by ';')"
             )
         found[task.strip()] = files
     return found

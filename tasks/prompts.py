@@ -49,10 +49,7 @@ FORMATS: dict[str, PromptFormat] = {
         ),
         PromptFormat(
             "code",
-            instruction=(
-                "Write a complete Python solution and return it in a single fenced "
-                "```python code block."
-            ),
+            instruction=("Write a complete Python solution and return it in a single fenced ```python code block."),
         ),
         PromptFormat(
             "code_stdio",
@@ -80,9 +77,7 @@ def get_format(name: str) -> PromptFormat:
     try:
         return FORMATS[name]
     except KeyError:
-        raise KeyError(
-            f"unknown prompt format {name!r}; known formats: {', '.join(sorted(FORMATS))}"
-        ) from None
+        raise KeyError(f"unknown prompt format {name!r}; known formats: {', '.join(sorted(FORMATS))}") from None
 
 
 def build_prompt(format_name: str, user_text: str) -> list[dict[str, str]]:

@@ -32,9 +32,7 @@ def require_columns(row: Mapping[str, Any], columns: Iterable[str], source: str)
     for col in columns:
         if col not in row:
             present = ", ".join(sorted(map(str, row))) or "(none)"
-            raise MissingColumnError(
-                f"source {source!r} lacks required column {col!r}; columns present: {present}"
-            )
+            raise MissingColumnError(f"source {source!r} lacks required column {col!r}; columns present: {present}")
 
 
 def field_of(row: Mapping[str, Any], column: str, source: str) -> Any:
@@ -178,7 +176,5 @@ def format_report(stats: Mapping[str, DomainStats], quality: QualityLog | None =
     if quality is not None:
         lines.append(f"{'source':<40} {'read':>7} {'kept':>7} {'dropped':>8} {'dups':>6}")
         for name, c in sorted(quality.sources.items()):
-            lines.append(
-                f"{name:<40} {c.read:>7} {c.kept:>7} {sum(c.dropped.values()):>8} {c.duplicates:>6}"
-            )
+            lines.append(f"{name:<40} {c.read:>7} {c.kept:>7} {sum(c.dropped.values()):>8} {c.duplicates:>6}")
     return "\n".join(lines)

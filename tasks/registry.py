@@ -131,11 +131,7 @@ def known_tasks(domain: str | None = None) -> list[str]:
 def local_tasks(data_dir: str | os.PathLike[str] | None = None) -> list[str]:
     """Tasks whose source file is present in the shared data folder."""
     root = shared_data_dir(data_dir)
-    return [
-        n
-        for n in known_tasks()
-        if (f := _TASKS[n].local_file) and (root / f).is_file() and _available(_TASKS[n])
-    ]
+    return [n for n in known_tasks() if (f := _TASKS[n].local_file) and (root / f).is_file() and _available(_TASKS[n])]
 
 
 def _available(spec: TaskSpec) -> bool:
@@ -149,9 +145,7 @@ def _read_hub(spec: TaskSpec, req: LoadRequest) -> Iterable[Mapping[str, Any]]:
     try:
         if spec.hub_read is not None:
             return spec.hub_read(req, spec)
-        return datasets.load_dataset(
-            spec.hub_id, spec.hub_config, split=req.split, revision=spec.hub_revision
-        )
+        return datasets.load_dataset(spec.hub_id, spec.hub_config, split=req.split, revision=spec.hub_revision)
     except Exception as exc:
         raise RuntimeError(
             f"task {spec.name!r}: could not load {spec.hub_id!r} split {req.split!r}{at} from "
@@ -255,9 +249,7 @@ def load_tasks(
     seen: set[str] = set()
     rows: list[dict[str, Any]] = []
     for name in names:
-        loaded = load_task_rows(
-            name, limit=limit_per_task, data_dir=data_dir, seed=seed, quality=quality
-        )
+        loaded = load_task_rows(name, limit=limit_per_task, data_dir=data_dir, seed=seed, quality=quality)
         label = f"{name}/{get_task(name).split}"
         kept = dedup(loaded, quality, seen, label)
         quality.counts(label).kept -= len(loaded) - len(kept)

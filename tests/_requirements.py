@@ -74,9 +74,7 @@ def required_modules() -> frozenset[str]:
     names = set()
     for line in importlib.metadata.requires("rlvr") or []:
         req = Requirement(line)
-        wanted = req.marker is None or any(
-            req.marker.evaluate({"extra": extra}) for extra in REQUIRED_EXTRAS
-        )
+        wanted = req.marker is None or any(req.marker.evaluate({"extra": extra}) for extra in REQUIRED_EXTRAS)
         if wanted:
             names.add(IMPORT_NAMES.get(req.name.lower(), req.name.lower().replace("-", "_")))
     return frozenset(names)

@@ -135,9 +135,7 @@ def sft_checkpoint(rlvr_cache) -> Path:
                 f"paths.output_root={out}",
                 "hydra.run.dir=" + str(out / "smoke" / "base"),
             ]
-            result = subprocess.run(
-                cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1200
-            )
+            result = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1200)
             assert result.returncode == 0, result.stderr[-3000:]
     return final
 

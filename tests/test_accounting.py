@@ -58,6 +58,4 @@ def test_run_cost_and_sums_carry_the_server_into_rl_device_seconds(tmp_path, mon
 
 def test_a_generation_server_needs_its_devices_named():
     with pytest.raises(ConfigError, match="vllm_server_devices must be >= 1"):
-        compose_run(
-            "trainer.use_vllm=true", "trainer.vllm_mode=server", "trainer.vllm_server_devices=0"
-        )
+        compose_run("trainer.use_vllm=true", "trainer.vllm_mode=server", "trainer.vllm_server_devices=0")

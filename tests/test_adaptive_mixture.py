@@ -110,9 +110,13 @@ def test_batch_report_sums_signal_per_domain():
 def sampler(weights: AdaptiveWeights, batch_size: int = 20) -> MixtureSampler:
     rows = [d for d in DOMAINS for _ in range(60)]
     return MixtureSampler(
-        rows, mini_repeat_count=2, batch_size=batch_size, mode="adaptive", adaptive=weights,
+        rows,
+        mini_repeat_count=2,
+        batch_size=batch_size,
+        mode="adaptive",
+        adaptive=weights,
         num_batches=50,
-    )  # fmt: skip
+    )
 
 
 def batch_domains(s: MixtureSampler, n_batches: int) -> list[dict[str, int]]:
@@ -162,9 +166,7 @@ def test_config_builds_the_bandit_and_refuses_a_schedule_beside_it():
     assert weights is not None and weights.domains == ["code", "math"]
     assert weights.settings.floor == 0.1 and math.isclose(sum(weights.initial), 1.0)
     with pytest.raises(ConfigError, match="floor"):
-        mixture_adaptive(
-            compose_run("mixture=adaptive", "domains=[math,code]", "mixture.adaptive.floor=0.6")
-        )
+        mixture_adaptive(compose_run("mixture=adaptive", "domains=[math,code]", "mixture.adaptive.floor=0.6"))
     assert mixture_adaptive(compose_run("mixture=weighted")) is None
 
 

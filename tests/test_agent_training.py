@@ -117,9 +117,7 @@ def _wrong_value(demo: str) -> str:
 def test_demonstrations_through_the_workplace_verifier(edit, status: Status) -> None:
     for row in agent_rows(12, seed=5) + agent_rows(4, seed=5, split="heldout"):
         completion = edit(micro.demonstration(row))
-        assert verify(completion, reference_of(row), "workplace", GATED).status is status, (
-            completion
-        )
+        assert verify(completion, reference_of(row), "workplace", GATED).status is status, completion
 
 
 def test_wrong_argument_values_fail() -> None:
@@ -136,10 +134,7 @@ def test_demonstrations_are_short() -> None:
     demos = [micro.demonstration(r) for r in agent_rows(40, seed=1)]
     for demo in demos:
         assert len(demo) <= 20 + 110 * demo.count("<tool_call>"), demo
-    assert all(
-        re.fullmatch(r"<think>[a-z_, ]{1,60}</think>\n(<tool_call>.+</tool_call>\n?)+", d)
-        for d in demos
-    )
+    assert all(re.fullmatch(r"<think>[a-z_, ]{1,60}</think>\n(<tool_call>.+</tool_call>\n?)+", d) for d in demos)
 
 
 # -- the tiny template and TRL's parser --
@@ -149,9 +144,7 @@ def test_row_listing_renders_like_trl_tools(tokenizer) -> None:
     """Text-only prompts (SFT, held-out) and GRPO prompts (TRL passes the tools) are the same
     tokens; and the compact listing keeps agent prompts well inside the context."""
     for row in agent_rows(8, seed=4):
-        text_only = tokenizer.apply_chat_template(
-            row["prompt"], add_generation_prompt=True, return_dict=False
-        )
+        text_only = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, return_dict=False)
         with_tools = tokenizer.apply_chat_template(
             training_row(row)["prompt"],
             tools=environment_tools(row["environment"]),
@@ -201,10 +194,7 @@ def test_trl_parses_demonstrations_into_the_gold_calls(tokenizer) -> None:
     for row in agent_rows(8, seed=7):
         message = _parse(tokenizer, micro.demonstration(row), row["environment"])
         calls = [c["function"] for c in message["tool_calls"]]
-        assert calls == [
-            {"name": c["name"], "arguments": c["arguments"]}
-            for c in reference_of(row)["task"]["calls"]
-        ]
+        assert calls == [{"name": c["name"], "arguments": c["arguments"]} for c in reference_of(row)["task"]["calls"]]
         text = rollout_text([message])  # reasoning and structured calls rendered back
         assert verify(text, reference_of(row), "workplace", GATED).score == 1.0
 
@@ -217,9 +207,7 @@ def test_trl_parses_demonstrations_into_the_gold_calls(tokenizer) -> None:
         ('<tool_call>{"name": bad</tool_call>', '<tool_call>{"name": bad</tool_call>'),
     ],
 )
-def test_rollout_text_keeps_reasoning_and_unparsed_text(
-    tokenizer, text: str, expected: str
-) -> None:
+def test_rollout_text_keeps_reasoning_and_unparsed_text(tokenizer, text: str, expected: str) -> None:
     assert rollout_text([_parse(tokenizer, text)]) == expected
 
 
@@ -272,15 +260,9 @@ def test_sft_follow_ups_match_trl_tool_loop_tokens(tokenizer) -> None:
     for row, example in follow_ups:
         assert example["completion"] == [{"role": "assistant", "content": CLOSING}]
         turns = tool_turns(row)
-        rendered = tokenizer.apply_chat_template(
-            example["prompt"], tokenize=False, add_generation_prompt=True
-        )
-        prompt = tokenizer.apply_chat_template(
-            row["prompt"], tokenize=False, add_generation_prompt=True
-        )
-        suffix = "".join(
-            f"\n{tiny_model.IM_START}tool\n{t['content']}{tiny_model.IM_END}" for t in turns[1:]
-        )
+        rendered = tokenizer.apply_chat_template(example["prompt"], tokenize=False, add_generation_prompt=True)
+        prompt = tokenizer.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
+        suffix = "".join(f"\n{tiny_model.IM_START}tool\n{t['content']}{tiny_model.IM_END}" for t in turns[1:])
         model_turn = turns[0]["content"] + tiny_model.IM_END
         assert rendered == prompt + model_turn + suffix + f"\n{tiny_model.IM_START}assistant\n"
         assert all(not t["content"].startswith("error") for t in turns[1:])
@@ -297,9 +279,7 @@ def _scripted_agent_turns(trainer, tokenizer, rows: list[dict], wrong_id: str):
     for row in rows:
         if row["environment"]:
             demo = micro.demonstration(row)
-            demos[row["prompt"][-1]["content"]] = (
-                _wrong_value(demo) if row["id"] == wrong_id else demo
-            )
+            demos[row["prompt"][-1]["content"]] = _wrong_value(demo) if row["id"] == wrong_id else demo
 
     def generate(prompt_ids, *args, **kwargs):
         texts = [tokenizer.decode(ids) for ids in prompt_ids]
@@ -330,9 +310,7 @@ def test_mixed_agent_and_math_grpo_logs_domain_rewards(tmp_path, tokenizer) -> N
     agent = micro.generate("agent", 2, seed=11, difficulty=1)  # short: one call each
     rows = agent + [math_row()] + [{**math_row("3"), "id": "m1"}]
     spec = tiny_model.TinyModelSpec(hidden_size=32, num_hidden_layers=1, intermediate_size=64)
-    model = tiny_model.build_model(
-        spec, len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id
-    )
+    model = tiny_model.build_model(spec, len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id)
     budget = ErrorBudget(max_rate=0.5, min_samples=1)
     rewards = build_reward_functions(
         ["agent", "math"], sequential_scorer(GATED), budget, StepTimer(), format_gate=True
@@ -349,10 +327,18 @@ def test_mixed_agent_and_math_grpo_logs_domain_rewards(tmp_path, tokenizer) -> N
         return reward
 
     args = GRPOConfig(
-        output_dir=str(tmp_path), per_device_train_batch_size=8, num_generations=2, max_steps=2,
-        max_completion_length=128, report_to=[], use_cpu=True, save_strategy="no",
-        logging_steps=1, remove_unused_columns=False, learning_rate=1e-4,
-    )  # fmt: skip
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=8,
+        num_generations=2,
+        max_steps=2,
+        max_completion_length=128,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=1,
+        remove_unused_columns=False,
+        learning_rate=1e-4,
+    )
     dataset = Dataset.from_list([training_row(r) for r in rows])
     trainer = RLVRGRPOTrainer(
         model=model,

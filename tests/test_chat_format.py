@@ -69,9 +69,7 @@ def sft_prompt_ids(run, model_dir: Path, out: Path) -> list[list[int]]:
     from rlvr.models.loading import load_tokenizer
     from rlvr.training.sft import with_template_options
 
-    examples = [
-        {"prompt": p, "completion": [{"role": "assistant", "content": "42"}]} for p in PROMPTS
-    ]
+    examples = [{"prompt": p, "completion": [{"role": "assistant", "content": "42"}]} for p in PROMPTS]
     data = with_template_options(Dataset.from_list(examples), dict(run.model.chat_template_kwargs))
     tokenizer = load_tokenizer(str(model_dir), run.model)
     trainer = SFTTrainer(
@@ -81,9 +79,7 @@ def sft_prompt_ids(run, model_dir: Path, out: Path) -> list[list[int]]:
         processing_class=tokenizer,
     )
     rows = trainer.train_dataset  # labels: -100 over the prompt, the completion's ids after it
-    starts = [
-        next(i for i, label in enumerate(labels) if label != -100) for labels in rows["labels"]
-    ]
+    starts = [next(i for i, label in enumerate(labels) if label != -100) for labels in rows["labels"]]
     return [ids[:start] for ids, start in zip(rows["input_ids"], starts, strict=True)]
 
 
@@ -167,25 +163,25 @@ def test_smollm2_renders_tool_free_chats_as_its_own_template_and_tools_for_agent
     ours = AutoTokenizer.from_pretrained(smollm2_dir)
     source = gguf_path(PACKAGED["smollm2-135m-instruct"])
     own = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
-    chats = [*PROMPTS, [*PROMPTS[1], {"role": "assistant", "content": "13"},
-                        {"role": "user", "content": "Another?"}]]  # fmt: skip
+    chats = [*PROMPTS, [*PROMPTS[1], {"role": "assistant", "content": "13"}, {"role": "user", "content": "Another?"}]]
     for chat in chats:
         for generation_prompt in (True, False):
             kwargs = {"tokenize": False, "add_generation_prompt": generation_prompt}
-            assert ours.apply_chat_template(chat, **kwargs) == own.apply_chat_template(
-                chat, **kwargs
-            )
-    tools = [{"type": "function", "function": {"name": "send_email", "parameters": {
-        "type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}}}]  # fmt: skip
+            assert ours.apply_chat_template(chat, **kwargs) == own.apply_chat_template(chat, **kwargs)
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "send_email",
+                "parameters": {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]},
+            },
+        }
+    ]
     text = ours.apply_chat_template(PROMPTS[0], tools=tools, tokenize=False)
     assert "send_email(to: str)" in text
     call = '<tool_call>{"name": "send_email", "arguments": {"to": "ana"}}</tool_call><|im_end|>'
-    prefix = ours.apply_chat_template(
-        PROMPTS[0], tools=tools, add_generation_prompt=True, return_dict=False
-    )
+    prefix = ours.apply_chat_template(PROMPTS[0], tools=tools, add_generation_prompt=True, return_dict=False)
     parsed = episode_tokenizer(ours).parse_response(ours.encode(call), prefix=prefix)
     assert parsed["tool_calls"][0]["function"] == {"name": "send_email", "arguments": {"to": "ana"}}
-    suffix = ours.decode(
-        tool_suffix_ids(ours, [{"role": "tool", "name": "send_email", "content": "sent"}])
-    )
+    suffix = ours.decode(tool_suffix_ids(ours, [{"role": "tool", "name": "send_email", "content": "sent"}]))
     assert suffix == "\n<|im_start|>tool\nsent<|im_end|>\n<|im_start|>assistant\n"

@@ -142,9 +142,7 @@ class Line:
         return trained, 0
 
 
-def test_a_trainer_sent_the_signal_checkpoints_that_step_and_exits_for_the_requeue(
-    tmp_path, monkeypatch
-):
+def test_a_trainer_sent_the_signal_checkpoints_that_step_and_exits_for_the_requeue(tmp_path, monkeypatch):
     """This process gets SLURM's signal during step 3 of 8: it saves step 3 and ends with the
     requeue status; run again (the requeued job), it trains steps 4 to 8 from there."""
     monkeypatch.delenv(REQUEST_ENV, raising=False)
@@ -158,9 +156,7 @@ def test_a_trainer_sent_the_signal_checkpoints_that_step_and_exits_for_the_reque
 
 
 @pytest.mark.slow
-def test_on_slurm_a_stage_signalled_mid_run_resumes_from_the_signals_checkpoint(
-    tmp_path, slurm_cluster
-):
+def test_on_slurm_a_stage_signalled_mid_run_resumes_from_the_signals_checkpoint(tmp_path, slurm_cluster):
     """A GRPO stage as a study's SLURM job (``StageJob`` through submitit), with periodic
     checkpoints out of reach (save_steps > max_steps). Mid-run the job gets submitit's
     end-of-job signal, as SLURM sends it ``slurm_signal_delay_s`` before the time limit: the
@@ -237,9 +233,7 @@ def make_eligible(job: str) -> None:
     as a busy cluster would have started it later anyway."""
     deadline = time.time() + 60
     while time.time() < deadline:
-        state = subprocess.run(
-            ["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True
-        ).stdout.strip()
+        state = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True).stdout.strip()
         node = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True)
         if state == "PENDING" and node.stdout.strip() == "idle":  # the last run has left it
             subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True)

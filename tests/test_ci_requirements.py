@@ -56,8 +56,7 @@ def run_session(tmp_path: Path, ci: str | None) -> subprocess.CompletedProcess[s
     )
     if ci is not None:
         env["CI"] = ci
-    cmd = [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-v", "-rA",
-           "test_session.py"]  # fmt: skip
+    cmd = [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-v", "-rA", "test_session.py"]
     return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 

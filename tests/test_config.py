@@ -142,9 +142,7 @@ def test_cli_precheck_rejects_unknown_options_with_the_valid_list(argv):
 
 
 def test_cli_precheck_accepts_valid_sweeps_and_plain_values():
-    check_group_choices(
-        ["-m", "domains=[math],[code],[science],[instruction],[agent]", "experiment=smoke"]
-    )
+    check_group_choices(["-m", "domains=[math],[code],[science],[instruction],[agent]", "experiment=smoke"])
     check_group_choices(["model.name=/anything", "trainer.max_steps=3", "~peft", "experiment=null"])
     check_group_choices(["hydra/launcher=submitit_slurm", "+extra=1"])
     check_group_choices(["domains=[m2rl/math,code]"])  # options in nested folders
@@ -182,9 +180,7 @@ def test_real_cli_fails_fast_before_loading_a_model(args, expected, tmp_path):
     assert not list(tmp_path.rglob("*.safetensors"))
 
 
-@pytest.mark.parametrize(
-    ("mode", "expected"), [("weighted", {"math": 3, "code": 1}), ("natural", None)]
-)
+@pytest.mark.parametrize(("mode", "expected"), [("weighted", {"math": 3, "code": 1}), ("natural", None)])
 def test_mixture_config_reaches_the_trainer_sampler(mode, expected):
     from datasets import Dataset
 
@@ -238,9 +234,17 @@ def test_run_folder_from_the_command_line_has_no_path(tmp_path):
 
     sft = tmp_path / "outputs" / "tiny_sft" / "sft.max_steps=40" / "final"
     cmd = [
-        sys.executable, "-m", "rlvr.train", "experiment=smoke", f"init_from='{sft}'",
-        "trainer.seed=2", f"paths.output_root={tmp_path}", "--cfg", "all", "--resolve",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "rlvr.train",
+        "experiment=smoke",
+        f"init_from='{sft}'",
+        "trainer.seed=2",
+        f"paths.output_root={tmp_path}",
+        "--cfg",
+        "all",
+        "--resolve",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     run_dir = next(line for line in out.splitlines() if line.strip().startswith("dir:"))
     folder = run_dir.split("/smoke/", 1)[1].strip()
@@ -273,9 +277,13 @@ def test_sandbox_group_settings_reach_the_code_verifier(tmp_path):
     from verifiers.registry import get_verifier
 
     run = compose_run(
-        "domains=[code]", "sandbox=rlimit", "sandbox.memory_mb=512", "sandbox.time_limit_s=3",
-        "sandbox.max_workers=1", outputs=tmp_path,
-    )  # fmt: skip
+        "domains=[code]",
+        "sandbox=rlimit",
+        "sandbox.memory_mb=512",
+        "sandbox.time_limit_s=3",
+        "sandbox.max_workers=1",
+        outputs=tmp_path,
+    )
     code = verifier_options(run)["code"]
     assert code == {
         "sandbox": "rlimit",
@@ -315,10 +323,12 @@ def _closed_port() -> int:
     ("judge", "message"),
     [
         (["backend=nope"], "unknown judge backend 'nope'; known: "),
-        (["backend=openai", "openai.base_url=http://127.0.0.1:{port}/v1", "openai.timeout_s=2"],
-         "judge endpoint http://127.0.0.1:{port}/v1/models does not answer"),
+        (
+            ["backend=openai", "openai.base_url=http://127.0.0.1:{port}/v1", "openai.timeout_s=2"],
+            "judge endpoint http://127.0.0.1:{port}/v1/models does not answer",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_judge_setup_exits_cleanly_before_loading_a_model(judge, message, tmp_path):
     port = _closed_port()
     key = "domains.math.verifier_options.judge"
@@ -395,7 +405,8 @@ def test_an_entry_point_leaves_its_process_group_before_the_interpreter_exits(tm
     )
     for name, exit_code in (("ok", 0), ("fails", 1)):
         argv = [f"run_name={name}", f"hydra.run.dir={tmp_path / name}", "logger=none"]
-        done = subprocess.run([sys.executable, str(script), *argv], capture_output=True,
-                              text=True, timeout=120, cwd=REPO)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, str(script), *argv], capture_output=True, text=True, timeout=120, cwd=REPO
+        )
         assert done.returncode == exit_code, done.stderr[-2000:]
         assert "up True after False" in done.stdout, done.stdout + done.stderr[-2000:]

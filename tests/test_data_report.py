@@ -127,9 +127,7 @@ def test_blend_report_counts_rows_drops_by_reason(tmp_path, monkeypatch):
     assert int(domain_line(report, "train", "math")[1]) == 2
     assert "dropped  nemotron_agent/train  1  tool slack_send_message is not emulated" in report
     assert "email_delete_email fails: error: Email not found." in report
-    assert re.search(
-        r"dropped  nemotron_math/train  2  unresolved _hf_placeholder: .*Skywork", report
-    )
+    assert re.search(r"dropped  nemotron_math/train  2  unresolved _hf_placeholder: .*Skywork", report)
     assert "resolve_files={BytedTsinghua-SIA/DAPO-Math-17k" in report  # the fix is named
 
 
@@ -143,14 +141,19 @@ def test_resolved_placeholders_load_and_score(tmp_path, monkeypatch):
     math = [r for r in train.rows if r["domain"] == "math"]
     assert sorted(reference_of(r)["answer"] for r in math) == ["42", "7", "81", "9"]
     dapo = next(r for r in math if r["id"].endswith(":m-4"))
-    assert dapo["prompt"][-1]["content"].endswith("36 have?\n\nRemember to put your answer on "
-                                                  'its own line after "Answer:".\n\nPut the final '
-                                                  "answer in \\boxed{}.")  # fmt: skip
-    assert all(verifiers.verify(f"\\boxed{{{reference_of(r)['answer']}}}", reference_of(r),
-                                r["verifier"]).score == 1.0 for r in math)  # fmt: skip
+    assert dapo["prompt"][-1]["content"].endswith(
+        "36 have?\n\nRemember to put your answer on "
+        'its own line after "Answer:".\n\nPut the final '
+        "answer in \\boxed{}."
+    )
+    assert all(
+        verifiers.verify(f"\\boxed{{{reference_of(r)['answer']}}}", reference_of(r), r["verifier"]).score == 1.0
+        for r in math
+    )
     dropped = train.quality.counts("nemotron_math/train").dropped
-    assert dropped == {"unresolved _hf_placeholder (row 12 is outside the 2 rows given for "
-                       "Skywork/Skywork-OR1-RL-Data)": 1}  # fmt: skip
+    assert dropped == {
+        "unresolved _hf_placeholder (row 12 is outside the 2 rows given for Skywork/Skywork-OR1-RL-Data)": 1
+    }
     assert not train.unscorable
 
 
@@ -172,9 +175,7 @@ def test_unscorable_rows_are_reported(tmp_path, monkeypatch):
     (row, *_) = load_part(blend_run(tmp_path), "train").rows
     assert row["domain"] == "agent" and unscorable_reason(row, {}) is None
     assert unscorable_reason({**row, "verifier": "agent"}, {}) == "unknown verifier 'agent'"
-    assert (
-        unscorable_reason({**row, "environment": "kitchen"}, {}) == "unknown environment 'kitchen'"
-    )
+    assert unscorable_reason({**row, "environment": "kitchen"}, {}) == "unknown environment 'kitchen'"
     moved = row["reference"].replace(str(WORKBENCH.resolve()), str(tmp_path / "gone"))
     assert "workbench database incomplete" in unscorable_reason({**row, "reference": moved}, {})
 
@@ -211,14 +212,26 @@ def test_a_list_of_files_needs_a_single_train_task():
 
 
 def test_cli_reads_data_files_and_fails_fast_on_a_missing_one(tmp_path):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "RLVR_WORKBENCH_DATA": str(WORKBENCH)}  # fmt: skip
-    base = [sys.executable, "-m", "rlvr.data_report", "domains=[m2rl/agent]",
-            "domains.agent.eval_tasks=[]", f"hydra.run.dir={tmp_path}"]  # fmt: skip
-    ok = subprocess.run([*base, f"domains.agent.data_files=[{BLEND}]"], env=env, cwd=REPO,
-                        capture_output=True, text=True, timeout=300)  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "RLVR_WORKBENCH_DATA": str(WORKBENCH)}
+    base = [
+        sys.executable,
+        "-m",
+        "rlvr.data_report",
+        "domains=[m2rl/agent]",
+        "domains.agent.eval_tasks=[]",
+        f"hydra.run.dir={tmp_path}",
+    ]
+    ok = subprocess.run(
+        [*base, f"domains.agent.data_files=[{BLEND}]"], env=env, cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert re.search(r"nemotron_agent/train\s+9\s+7\s+2\s+0", ok.stdout)
-    bad = subprocess.run([*base, "domains.agent.data_files=[/no/agent.jsonl]"], env=env,
-                         cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
+    bad = subprocess.run(
+        [*base, "domains.agent.data_files=[/no/agent.jsonl]"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert bad.returncode == 2 and "'/no/agent.jsonl' does not exist" in bad.stdout + bad.stderr

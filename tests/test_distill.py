@@ -19,8 +19,13 @@ from rlvr.models.tiny import TinyModelSpec, ensure_tiny_model
 from rlvr.runs.cli import CONF_DIR, register_resolvers
 
 REPO = Path(__file__).resolve().parents[1]
-SMALL = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-         "num_key_value_heads": 1, "intermediate_size": 64}  # fmt: skip
+SMALL = {
+    "hidden_size": 32,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "intermediate_size": 64,
+}
 
 
 def compose_run(*overrides: str) -> RunConfig:
@@ -57,9 +62,11 @@ def test_a_teacher_with_another_tokenizer_fails_naming_its_domain(tmp_path):
     tok.save_pretrained(other)
     (other / "config.json").write_text((teacher / "config.json").read_text())
     run = compose_run(
-        "stage=distill", "domains=[math,science]",
-        f"+distill.teachers.math={teacher}", f"+distill.teachers.science={other}",
-    )  # fmt: skip
+        "stage=distill",
+        "domains=[math,science]",
+        f"+distill.teachers.math={teacher}",
+        f"+distill.teachers.science={other}",
+    )
     with pytest.raises(ConfigError, match="distill.teachers.science.*another tokenizer"):
         check_tokenizers(run, str(student))
 
@@ -89,9 +96,7 @@ class RecordingTeacher:
         return self.inner.token_logprobs(batch, temperature)
 
 
-@pytest.mark.parametrize(
-    "objective", ["sampled_token", pytest.param("full_vocab", marks=pytest.mark.slow)]
-)
+@pytest.mark.parametrize("objective", ["sampled_token", pytest.param("full_vocab", marks=pytest.mark.slow)])
 def test_each_row_is_scored_only_by_its_own_domains_teacher(objective, tmp_path):
     """A mixed math+science batch: each teacher sees only its domain's rows, every row once."""
     from rlvr.distill import distill_student
@@ -101,21 +106,27 @@ def test_each_row_is_scored_only_by_its_own_domains_teacher(objective, tmp_path)
     student = small_model(tmp_path, 0)
     paths = {"math": small_model(tmp_path, 1), "science": small_model(tmp_path, 2)}
     run = compose_run(
-        "domains=[math,science]", "logger=none", "sft=none", "mixture.train_size=16",
-        "mixture.heldout_size=0", "distill.prompts_per_step=4", "distill.samples_per_prompt=2",
-        "distill.max_completion_length=4", f"distill.objective={objective}",
-        "trainer.max_steps=3", "trainer.save_steps=0", "trainer.verifier_workers=1",
+        "domains=[math,science]",
+        "logger=none",
+        "sft=none",
+        "mixture.train_size=16",
+        "mixture.heldout_size=0",
+        "distill.prompts_per_step=4",
+        "distill.samples_per_prompt=2",
+        "distill.max_completion_length=4",
+        f"distill.objective={objective}",
+        "trainer.max_steps=3",
+        "trainer.save_steps=0",
+        "trainer.verifier_workers=1",
         *(f"+distill.teachers.{d}={p}" for d, p in paths.items()),
-    )  # fmt: skip
+    )
     data = stages.domain_data(run)
     teachers = {d: RecordingTeacher(p, run) for d, p in paths.items()}
     tok = load_tokenizer(str(student), run.model)
     prompts = {}
     for d, dd in data.items():
         for row in dd.train:
-            text = tok.apply_chat_template(
-                row["prompt"], add_generation_prompt=True, tokenize=False
-            )
+            text = tok.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=False)
             prompts[tuple(tok(text, add_special_tokens=False)["input_ids"])] = d
 
     def domain_of(ids: list[int]) -> str:
@@ -123,9 +134,7 @@ def test_each_row_is_scored_only_by_its_own_domains_teacher(objective, tmp_path)
         (found,) = [d for p, d in prompts.items() if tuple(ids[start : start + len(p)]) == p]
         return found
 
-    _, facts = distill_student(
-        run, str(student), teachers, data, stages.make_scorer(run), tmp_path / "run"
-    )
+    _, facts = distill_student(run, str(student), teachers, data, stages.make_scorer(run), tmp_path / "run")
     assert facts["steps"] == 3 and facts["teacher_s"] > 0
     for domain, teacher in teachers.items():
         assert teacher.rows, f"the {domain} teacher scored nothing"
@@ -140,13 +149,27 @@ def test_each_row_is_scored_only_by_its_own_domains_teacher(objective, tmp_path)
 
 
 def run_distill(out: Path, cache: Path, *overrides: str) -> subprocess.Popen:
-    env = {**os.environ, "RLVR_CACHE": str(cache), "OMP_NUM_THREADS": "1",
-           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "WANDB_MODE": "disabled"}  # fmt: skip
+    env = {
+        **os.environ,
+        "RLVR_CACHE": str(cache),
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "WANDB_MODE": "disabled",
+    }
     log = (out.parent / f"{out.name}.log").open("a")
-    cmd = [sys.executable, "-m", "rlvr.distill", "experiment=smoke", "logger=none", "sft=none",
-           "trainer.verifier_workers=1", f"paths.output_root={out}", *overrides]  # fmt: skip
-    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlvr.distill",
+        "experiment=smoke",
+        "logger=none",
+        "sft=none",
+        "trainer.verifier_workers=1",
+        f"paths.output_root={out}",
+        *overrides,
+    ]
+    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def finished(proc: subprocess.Popen, out: Path, timeout: float = 900) -> Path:
@@ -176,7 +199,7 @@ def test_distillation_halves_the_heldout_kl_to_its_teacher(tmp_path, sft_checkpo
             "eval.k=4",
             "eval.greedy=false",
             "eval.max_new_tokens=24",
-        ),  # fmt: skip
+        ),
         out,
     )
     summary = json.loads((folder / "summary.json").read_text())
@@ -208,20 +231,26 @@ def wait_for_checkpoint(out: Path, step: int, proc: subprocess.Popen) -> None:
 
 
 @pytest.mark.slow
-def test_a_killed_distillation_resumes_with_the_same_steps_data_and_weights(
-    tmp_path, sft_checkpoint, rlvr_cache
-):
+def test_a_killed_distillation_resumes_with_the_same_steps_data_and_weights(tmp_path, sft_checkpoint, rlvr_cache):
     from safetensors.torch import load_file
 
     student = ensure_tiny_model(rlvr_cache / "models")
     overrides = [
-        f"init_from={student}", f"+distill.teachers.math={sft_checkpoint}",
-        "domains=[math,science]", f"+distill.teachers.science={sft_checkpoint}",
-        "mixture=weighted", "mixture.train_size=6", "mixture.heldout_size=0",
-        "distill.prompts_per_step=2", "distill.samples_per_prompt=2",
-        "distill.max_completion_length=6", "distill.learning_rate=1e-3",
-        "trainer.max_steps=6", "trainer.save_steps=2", "trainer.save_total_limit=10",
-    ]  # fmt: skip
+        f"init_from={student}",
+        f"+distill.teachers.math={sft_checkpoint}",
+        "domains=[math,science]",
+        f"+distill.teachers.science={sft_checkpoint}",
+        "mixture=weighted",
+        "mixture.train_size=6",
+        "mixture.heldout_size=0",
+        "distill.prompts_per_step=2",
+        "distill.samples_per_prompt=2",
+        "distill.max_completion_length=6",
+        "distill.learning_rate=1e-3",
+        "trainer.max_steps=6",
+        "trainer.save_steps=2",
+        "trainer.save_total_limit=10",
+    ]
     straight_out, broken_out = tmp_path / "straight", tmp_path / "broken"
     # the uninterrupted run goes beside the one to kill: tests run one at a time
     # on two cores, so each process gets a core of its own
@@ -256,8 +285,13 @@ def test_the_study_plans_mt_opd_after_each_seeds_experts(tmp_path):
     from rlvr.study.__main__ import plan
     from rlvr.study.commands import stage_config, user_overrides
 
-    argv = ["experiment=tiny_study", f"study.out_dir={tmp_path}", "study.stages=[mt_opd]",
-            "study.seeds=[0,1]", "study.merges=[ties]"]  # fmt: skip
+    argv = [
+        "experiment=tiny_study",
+        f"study.out_dir={tmp_path}",
+        "study.stages=[mt_opd]",
+        "study.seeds=[0,1]",
+        "study.merges=[ties]",
+    ]
     stages = plan(argv).stages
     by_name = {s.name: s for s in stages}
     domains = ("math", "code", "science", "instruction", "agent")
@@ -269,9 +303,7 @@ def test_the_study_plans_mt_opd_after_each_seeds_experts(tmp_path):
         assert f"eval-mt_opd-seed{seed}" in by_name["report"].deps
         run = stage_config(user_overrides(argv), stage)
         experts = tmp_path.resolve() / "experts"
-        assert run.distill.teachers == {
-            d: str(experts / f"{d}-seed{seed}" / "final") for d in domains
-        }
+        assert run.distill.teachers == {d: str(experts / f"{d}-seed{seed}" / "final") for d in domains}
         assert run.init_from == str(tmp_path.resolve() / "sft" / "final")
         assert run.trainer.seed == seed and run.resume and not run.eval.in_run
 
@@ -291,9 +323,7 @@ def test_an_mt_opd_model_is_a_row_of_the_merge_and_cost_tables(tmp_path):
 
     paths = {
         "math-seed0": _run_folder(tmp_path, "math", {"domains": ["math"], **cost(30, seconds=20)}),
-        "science-seed0": _run_folder(
-            tmp_path, "science", {"domains": ["science"], **cost(30, seconds=20)}
-        ),
+        "science-seed0": _run_folder(tmp_path, "science", {"domains": ["science"], **cost(30, seconds=20)}),
         "mt_opd-seed0": _run_folder(
             tmp_path,
             "opd",
@@ -302,18 +332,18 @@ def test_an_mt_opd_model_is_a_row_of_the_merge_and_cost_tables(tmp_path):
                 "distill": {"objective": "sampled_token"},
                 **cost(40, seconds=25, teacher_s=5),
             },
-        ),  # fmt: skip
+        ),
     }
     merge = tmp_path / "ties"
     merge.mkdir()
-    (merge / "merge.json").write_text(json.dumps({"name": "ties", "mergekit_method": "ties",
-                                                  "device_seconds": 3, "seconds": 3}))  # fmt: skip
+    (merge / "merge.json").write_text(
+        json.dumps({"name": "ties", "mergekit_method": "ties", "device_seconds": 3, "seconds": 3})
+    )
     paths["ties-seed0"] = merge
     results = []
     for i, (label, path) in enumerate(paths.items()):
         info = provenance(str(path))
-        summaries = {f"micro_{d}": {"domain": d, "avg_at_k": 0.1 * (i + 1)}
-                     for d in ("math", "science")}  # fmt: skip
+        summaries = {f"micro_{d}": {"domain": d, "avg_at_k": 0.1 * (i + 1)} for d in ("math", "science")}
         results.append(ModelResult(label, infer_role(label, info, {}), info, summaries))
     assert [r.role for r in results] == ["expert", "expert", "distill", "merge"]
     rows = {r[0]: r for r in merge_table(results, "avg_at_k").rows}

@@ -34,9 +34,7 @@ def batch_of(vocab: int, rows: int = 3, prompt: int = 5, completion: int = 7) ->
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
-def test_fused_head_gives_the_whole_logits_log_probs_entropies_and_gradients(
-    tiny_model_dir, temperature
-):
+def test_fused_head_gives_the_whole_logits_log_probs_entropies_and_gradients(tiny_model_dir, temperature):
     from transformers import AutoModelForCausalLM
 
     whole = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
@@ -80,20 +78,50 @@ def test_mt_opd_on_two_fsdp2_processes_shards_its_teachers(tmp_path, rlvr_cache,
 
     student = ensure_tiny_model(rlvr_cache / "models")
     out = tmp_path / "runs"
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-           str(REPO / "conf/accelerate/gpu_fsdp2.yaml"), "--num_processes", "2",
-           "--num_machines", "1", "--machine_rank", "0", "--main_process_ip", "127.0.0.1",
-           "--main_process_port", str(free_port()), "--rdzv_backend", "static",
-           "--mixed_precision", "no", "-m", "tests.support.fsdp_on_cpu", "rlvr.distill",
-           "experiment=smoke", "logger=none", "sft=none", "trainer.verifier_workers=1",
-           f"paths.output_root={out}", f"init_from={student}", "domains=[math,science]",
-           f"+distill.teachers.math={sft_checkpoint}", f"+distill.teachers.science={student}",
-           "mixture=weighted", "mixture.train_size=8", "mixture.heldout_size=0",
-           "distill.prompts_per_step=2", "distill.samples_per_prompt=2",
-           "distill.max_completion_length=6", "trainer.max_steps=3", "trainer.save_steps=0",
-           "trainer.micro_batch=1", "trainer.gradient_checkpointing=true"]  # fmt: skip
-    done = subprocess.run(cmd, cwd=REPO, env=launch_env(rlvr_cache), capture_output=True,
-                          text=True, timeout=900)  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(REPO / "conf/accelerate/gpu_fsdp2.yaml"),
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--machine_rank",
+        "0",
+        "--main_process_ip",
+        "127.0.0.1",
+        "--main_process_port",
+        str(free_port()),
+        "--rdzv_backend",
+        "static",
+        "--mixed_precision",
+        "no",
+        "-m",
+        "tests.support.fsdp_on_cpu",
+        "rlvr.distill",
+        "experiment=smoke",
+        "logger=none",
+        "sft=none",
+        "trainer.verifier_workers=1",
+        f"paths.output_root={out}",
+        f"init_from={student}",
+        "domains=[math,science]",
+        f"+distill.teachers.math={sft_checkpoint}",
+        f"+distill.teachers.science={student}",
+        "mixture=weighted",
+        "mixture.train_size=8",
+        "mixture.heldout_size=0",
+        "distill.prompts_per_step=2",
+        "distill.samples_per_prompt=2",
+        "distill.max_completion_length=6",
+        "trainer.max_steps=3",
+        "trainer.save_steps=0",
+        "trainer.micro_batch=1",
+        "trainer.gradient_checkpointing=true",
+    ]
+    done = subprocess.run(cmd, cwd=REPO, env=launch_env(rlvr_cache), capture_output=True, text=True, timeout=900)
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-5000:]
     (summary_path,) = out.glob("*/*/summary.json")
@@ -102,5 +130,4 @@ def test_mt_opd_on_two_fsdp2_processes_shards_its_teachers(tmp_path, rlvr_cache,
     assert log.count("sharded over 2 ranks") == 4, log[-3000:]  # 2 teachers x 2 ranks
     lines = (summary_path.parent / "metrics.jsonl").read_text().splitlines()
     kl = {k for m in map(json.loads, lines) for k in m if k.endswith("/kl")}
-    assert {"math/kl", "science/kl"} <= {k.split("/", 1)[-1] if k.count("/") > 1 else k
-                                         for k in kl}, kl  # fmt: skip
+    assert {"math/kl", "science/kl"} <= {k.split("/", 1)[-1] if k.count("/") > 1 else k for k in kl}, kl

@@ -42,8 +42,7 @@ def test_lockstep_runs_every_teacher_in_every_batch_and_keeps_the_sums(tmp_path)
     path = ensure_tiny_model(tmp_path / "models")
     student = load_model(str(path), compose_run().model)
     teachers = {
-        d: load_model(str(small_model(tmp_path, s)), compose_run().model)
-        for d, s in (("math", 1), ("science", 2))
+        d: load_model(str(small_model(tmp_path, s)), compose_run().model) for d, s in (("math", 1), ("science", 2))
     }
     calls = {d: 0 for d in teachers}
     for d, model in teachers.items():
@@ -65,9 +64,7 @@ def test_lockstep_runs_every_teacher_in_every_batch_and_keeps_the_sums(tmp_path)
 
 
 @pytest.mark.slow
-def test_mt_opd_on_two_fsdp2_ranks_shards_teachers_as_they_load_and_ends_with_heldout_kl(
-    tmp_path, rlvr_cache
-):
+def test_mt_opd_on_two_fsdp2_ranks_shards_teachers_as_they_load_and_ends_with_heldout_kl(tmp_path, rlvr_cache):
     """Real ``accelerate launch`` (cpu_fsdp2.yaml, gloo, FSDP2 through fsdp_on_cpu): the math
     teacher is another model, the science teacher is the student itself, so a teacher loaded
     wrongly (weights, tied head, rotary buffers) shows as a nonzero science KL at the start."""

@@ -59,11 +59,7 @@ def test_gold_turns_run_the_tools_and_score_correct(tokenizer) -> None:
 
 
 def test_wrong_arguments_score_wrong_and_malformed_calls_end_the_episode(tokenizer) -> None:
-    row = next(
-        r
-        for r in agent_rows(16, seed=3)
-        if [c["name"] for c in reference_of(r)["task"]["calls"]] == ["email"]
-    )
+    row = next(r for r in agent_rows(16, seed=3) if [c["name"] for c in reference_of(r)["task"]["calls"]] == ["email"])
     wrong = micro.demonstration(row).replace('"to":"', '"to":"x', 1)
     episode = start_episode(tokenizer, row)
     _advance(tokenizer, episode, turn_ids(tokenizer, wrong), 400, 4096)
@@ -90,9 +86,7 @@ def test_suffix_is_what_the_template_renders_after_a_tool_call(tokenizer) -> Non
     row = agent_rows(1, seed=5)[0]
     turns = tool_turns(row)
     suffix = tokenizer.decode(tool_suffix_ids(tokenizer, turns[1:]))
-    expected = "".join(
-        f"\n{tiny_model.IM_START}tool\n{t['content']}{tiny_model.IM_END}" for t in turns[1:]
-    )
+    expected = "".join(f"\n{tiny_model.IM_START}tool\n{t['content']}{tiny_model.IM_END}" for t in turns[1:])
     assert suffix == expected + f"\n{tiny_model.IM_START}assistant\n"
 
 
@@ -140,9 +134,7 @@ def test_greedy_episodes_match_the_reencoding_loop(tiny_model_dir) -> None:
 @pytest.mark.slow
 def test_tool_calling_episodes_match_the_reencoding_loop(agent_sft_checkpoint) -> None:
     """A model that calls tools: several turns with results appended, live verdicts."""
-    episodes = assert_matches_the_reencoding_loop(
-        agent_sft_checkpoint, agent_rows(12, seed=8), batch_size=5
-    )
+    episodes = assert_matches_the_reencoding_loop(agent_sft_checkpoint, agent_rows(12, seed=8), batch_size=5)
     called = [e for e in episodes if "</tool_call>\n" in e.text]
     assert len(called) >= len(episodes) // 2
     assert all(e.text.split("</tool_call>\n", 1)[1] for e in called)  # results, then a turn

@@ -40,8 +40,11 @@ def test_the_reuse_key_ignores_labels_and_names_but_not_settings(family, tmp_pat
     key = reuse_key(fingerprint, "micro_math", run)
     renamed = replace(run, run_name="other", eval=replace(run.eval, models=[f"b={base}"]))
     assert reuse_key(fingerprint, "micro_math", renamed) == key
-    moved = replace(run, eval=replace(run.eval, out_dir=str(tmp_path / "copied")),
-                    study=replace(run.study, launcher="submitit_local"))  # fmt: skip
+    moved = replace(
+        run,
+        eval=replace(run.eval, out_dir=str(tmp_path / "copied")),
+        study=replace(run.study, launcher="submitit_local"),
+    )
     assert reuse_key(fingerprint, "micro_math", moved) == key  # a copied study, another launcher
     assert reuse_key(fingerprint, "micro_code", run) != key
     assert reuse_key(fingerprint, "micro_math", replace(run, eval=replace(run.eval, k=2))) != key
@@ -52,12 +55,9 @@ def test_a_twin_of_evaluated_weights_gets_their_records_and_other_models_sample(
     base, (expert,) = family
     twin = shutil.copytree(base, tmp_path / "models" / "twin")
     (twin / "merge.json").write_text(json.dumps({"name": "ramplus_tl"}))
-    study = evaluate(
-        eval_run(tmp_path, [f"first={base}", f"twin={twin}", f"other={expert}"], ["micro_math"])
-    )
+    study = evaluate(eval_run(tmp_path, [f"first={base}", f"twin={twin}", f"other={expert}"], ["micro_math"]))
     first, copied, other = (
-        json.loads((study / "eval" / label / "micro_math.json").read_text())
-        for label in ("first", "twin", "other")
+        json.loads((study / "eval" / label / "micro_math.json").read_text()) for label in ("first", "twin", "other")
     )
     assert copied["reused_from"] == "first" and copied["model"] == "twin"
     assert copied["model_path"] == str(twin) and "reused_from" not in other | first

@@ -69,8 +69,7 @@ def test_temperature_zero_evaluates_greedily_alone(family, tmp_path):
     assert [r["mode"] for r in records] == ["greedy"] * 3 and summary["k"] == 1
     assert summary["avg_at_k"] == summary["greedy_accuracy"]
     assert summary["decoding"]["k"] == 1  # the record says what was decoded, not eval.k
-    greedy = [r for r in read_jsonl(beside / "eval" / "base" / "micro_math.jsonl")
-              if r["mode"] == "greedy"]  # fmt: skip
+    greedy = [r for r in read_jsonl(beside / "eval" / "base" / "micro_math.jsonl") if r["mode"] == "greedy"]
     assert [r["completion"] for r in records] == [r["completion"] for r in greedy]
 
 
@@ -167,9 +166,7 @@ def test_eval_presets_compose_and_name_known_tasks(preset):
     cfg.run_name = "compose-test"
     run = to_config(cfg)
     assert run.eval.tasks
-    assert {benchmark_domain(t) for t in run.eval.tasks} <= {
-        "math", "code", "science", "instruction", "agent"
-    }  # fmt: skip
+    assert {benchmark_domain(t) for t in run.eval.tasks} <= {"math", "code", "science", "instruction", "agent"}
 
 
 def test_micro_difficulty_selects_levels():

@@ -180,9 +180,7 @@ def _run(command: list[str]) -> None:
 
 
 @pytest.mark.slow  # three evaluation processes: about a minute on two shared cores
-def test_an_evaluation_killed_after_a_shard_resumes_and_ends_with_the_same_records(
-    family, tmp_path
-):
+def test_an_evaluation_killed_after_a_shard_resumes_and_ends_with_the_same_records(family, tmp_path):
     base, _ = family
     killed, whole = tmp_path / "killed", tmp_path / "whole"
     shards = killed / "eval" / "m" / ".micro_math.shards"

@@ -108,19 +108,27 @@ def test_filter_writes_the_band_and_its_rows_load_back(tmp_path, rlvr_cache):
     from rlvr.filter import filter_rows
 
     run = compose(
-        "domains=[math]", "mixture.train_size=6", "+mixture.difficulty.math=1",
-        "filter.k=2", "filter.include_low=true", "algo.max_completion_length=4",
-        "logger=none", "trainer.verifier_workers=1", f"filter.out_dir={tmp_path / 'filter'}",
-    )  # fmt: skip
+        "domains=[math]",
+        "mixture.train_size=6",
+        "+mixture.difficulty.math=1",
+        "filter.k=2",
+        "filter.include_low=true",
+        "algo.max_completion_length=4",
+        "logger=none",
+        "trainer.verifier_workers=1",
+        f"filter.out_dir={tmp_path / 'filter'}",
+    )
     out = tmp_path / "filter"
     filter_rows(run, tmp_path / "hydra")
     counts = check_outputs(out, "math", rows=6, k=2)
     kept_ids = [r["id"] for r in read_jsonl(out / "math.jsonl")]
     assert counts["band"]["text"] == "0 <= p < 1" and kept_ids  # the untrained model: p = 0
     again = compose(
-        "domains=[math]", "domains.math.train_tasks=[rows_math]",
-        f"domains.math.data_files=[{out / 'math.jsonl'}]", "mixture.heldout_size=2",
-    )  # fmt: skip
+        "domains=[math]",
+        "domains.math.train_tasks=[rows_math]",
+        f"domains.math.data_files=[{out / 'math.jsonl'}]",
+        "mixture.heldout_size=2",
+    )
     data = build_domain_data(again)["math"]
     assert [r["id"] for r in data.train] == kept_ids
     assert {r["verifier"] for r in data.train} == {"math"}  # each row keeps its own verifier
@@ -154,14 +162,10 @@ def test_the_filter_is_a_study_stage_after_sft_and_the_grpo_arms_train_on_its_ro
     stage = by_name["filter"]
     assert stage.deps == ("sft",) and stage.entry == "rlvr.filter"
     out = tmp_path / "filter"
-    assert stage.outputs == (
-        out / "counts.json", out / "pass_rates.png", out / "math.jsonl", out / "code.jsonl"
-    )  # fmt: skip
+    assert stage.outputs == (out / "counts.json", out / "pass_rates.png", out / "math.jsonl", out / "code.jsonl")
     assert f'init_from="{tmp_path}/sft/final"' in commands["filter"]
     assert f'filter.out_dir="{out}"' in commands["filter"]
-    assert [s.name for s in stages].index("filter") < [s.name for s in stages].index(
-        "expert-math-seed0"
-    )
+    assert [s.name for s in stages].index("filter") < [s.name for s in stages].index("expert-math-seed0")
     for arm in ("expert-math-seed0", "expert-code-seed0", "mixed-seed0"):
         assert by_name[arm].deps == ("sft", "filter")
     math_rows = [
@@ -187,10 +191,18 @@ def test_the_filter_is_a_study_stage_after_sft_and_the_grpo_arms_train_on_its_ro
 def test_the_filter_command_bands_an_sft_models_pass_rates(tmp_path, rlvr_cache, sft_checkpoint):
     out = tmp_path / "filter"
     cmd = [
-        sys.executable, "-m", "rlvr.filter", "experiment=smoke", "logger=none",
-        f"init_from={sft_checkpoint}", "mixture.train_size=24", "filter.k=4",
-        "trainer.verifier_workers=1", f"filter.out_dir={out}", f"hydra.run.dir={out}",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "rlvr.filter",
+        "experiment=smoke",
+        "logger=none",
+        f"init_from={sft_checkpoint}",
+        "mixture.train_size=24",
+        "filter.k=4",
+        "trainer.verifier_workers=1",
+        f"filter.out_dir={out}",
+        f"hydra.run.dir={out}",
+    ]
     env = dict(os.environ, RLVR_CACHE=str(rlvr_cache))
     result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -75,9 +75,7 @@ def greedy(new: int, eos: int, pad: int) -> Sampler:
 
 def test_greedy_equals_hf_generate(tiny):
     model, tok = tiny
-    want = tok.batch_decode(
-        hf_greedy(model, tok, prompt_ids(tok), 12, tok.eos_token_id), skip_special_tokens=True
-    )
+    want = tok.batch_decode(hf_greedy(model, tok, prompt_ids(tok), 12, tok.eos_token_id), skip_special_tokens=True)
     for batch_size in (1, 4, 64):  # alone, split across batches, all in one batch
         got = generate(model, tok, PROMPTS, Decoding(greedy=True, max_new_tokens=12), batch_size)
         assert all(len(g) == 1 for g in got)  # k is ignored when greedy
@@ -159,9 +157,7 @@ def test_draw_follows_the_probabilities_and_never_picks_zero_mass():
     freq = torch.bincount(picks, minlength=5).float() / len(picks)
     assert freq[1] == 0 and freq[4] == 0
     assert torch.allclose(freq, probs[0], atol=0.01)
-    assert torch.equal(
-        nucleus(probs[:1], 0.7) > 0, torch.tensor([[True, False, True, False, False]])
-    )
+    assert torch.equal(nucleus(probs[:1], 0.7) > 0, torch.tensor([[True, False, True, False, False]]))
 
 
 def test_empty_inputs_and_settings_that_cannot_sample(tiny):
@@ -170,9 +166,7 @@ def test_empty_inputs_and_settings_that_cannot_sample(tiny):
     none = Sampler(max_new_tokens=0, eos_token_ids=(1,), pad_token_id=0)
     assert sample_tokens(model, [[5, 6]], none, k=2, generator=torch.Generator()).ids == [[[], []]]
     with pytest.raises(ValueError, match="Generator"):
-        sample_tokens(
-            model, [[5, 6]], Sampler(max_new_tokens=2, eos_token_ids=(1,), pad_token_id=0)
-        )
+        sample_tokens(model, [[5, 6]], Sampler(max_new_tokens=2, eos_token_ids=(1,), pad_token_id=0))
     with pytest.raises(ValueError, match="temperature"):
         Sampler(max_new_tokens=4, eos_token_ids=(1,), pad_token_id=0, temperature=0.0)
 

@@ -41,9 +41,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(
-    config: str, root: Path, cache: Path, *extra: str, base=OVERRIDES, timeout: float = 900
-) -> str:
+def launch(config: str, root: Path, cache: Path, *extra: str, base=OVERRIDES, timeout: float = 900) -> str:
     """One ``accelerate launch`` of ``rlvr.train`` with ``config``, shrunk to 2 local ranks."""
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file"]
     cmd += [str(REPO / "conf/accelerate" / config), "--num_processes", "2"]
@@ -73,9 +71,7 @@ def fsdp_section(config: str) -> dict:
 
 
 @pytest.mark.parametrize("config", CONFIGS)
-def test_config_trains_and_its_final_model_merges_and_evaluates(
-    config, tmp_path, rlvr_cache, sft_checkpoint
-):
+def test_config_trains_and_its_final_model_merges_and_evaluates(config, tmp_path, rlvr_cache, sft_checkpoint):
     root = tmp_path / "run"
     extra = [f"init_from={sft_checkpoint}", "trainer.max_steps=2", "trainer.save_steps=1"]
     base = OVERRIDES

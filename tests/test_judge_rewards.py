@@ -51,9 +51,7 @@ def _train_constant_reply(src: Path, out: Path, reply: str, steps: int = 60) -> 
         batch = [examples[(4 * step + j) % len(examples)] for j in range(4)]
         width = max(len(ids) for ids, _ in batch)
         pad = [width - len(ids) for ids, _ in batch]
-        ids = torch.tensor(
-            [[tok.pad_token_id] * n + x for n, (x, _) in zip(pad, batch, strict=True)]
-        )
+        ids = torch.tensor([[tok.pad_token_id] * n + x for n, (x, _) in zip(pad, batch, strict=True)])
         labels = torch.tensor([[-100] * n + y for n, (_, y) in zip(pad, batch, strict=True)])
         mask = (torch.arange(width)[None, :] >= torch.tensor(pad)[:, None]).long()
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss

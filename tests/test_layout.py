@@ -32,9 +32,7 @@ def test_no_heavy_imports(package):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names = [node.module]
-            offenders += [
-                f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] in FORBIDDEN
-            ]
+            offenders += [f"{path.relative_to(REPO)}: {n}" for n in names if n.split(".")[0] in FORBIDDEN]
     assert offenders == []
 
 
@@ -46,9 +44,17 @@ def test_importing_verifiers_and_tasks_loads_no_torch():
 
 # The verbs a user runs (``python -m rlvr.<verb>``): recipes that call building blocks.
 VERBS = {
-    "train", "sft", "distill", "merge", "evaluate", "analyze", "report", "filter", "calibrate",
+    "train",
+    "sft",
+    "distill",
+    "merge",
+    "evaluate",
+    "analyze",
+    "report",
+    "filter",
+    "calibrate",
     "data_report",
-}  # fmt: skip
+}
 
 
 def _imported_modules(path: Path) -> list[str]:
@@ -91,9 +97,7 @@ def test_rlvr_top_level_holds_only_the_verbs_and_rooms():
 
 def test_verifier_families_with_several_modules_have_rooms():
     flat = sorted(
-        p.name
-        for p in (REPO / "verifiers").glob("*.py")
-        if p.stem.startswith(("code", "judge", "pool", "_pool"))
+        p.name for p in (REPO / "verifiers").glob("*.py") if p.stem.startswith(("code", "judge", "pool", "_pool"))
     )
     assert flat == []
     for room in ("code", "judge", "pool", "ifeval", "sandbox"):

@@ -37,7 +37,7 @@ def sft_trainer(model_dir, out, trim: bool, examples):
             bf16=False,
             save_strategy="no",
             seed=0,
-        ),  # fmt: skip
+        ),
     )
     trainer.model.train()
     return trainer
@@ -48,9 +48,7 @@ def test_chunked_sft_loss_is_the_padded_batchs(tiny_model_dir, tmp_path):
     examples = []
     for i, row in enumerate(rows):  # answers of very different lengths: much right padding
         answer = "Answer: " + str(i) * (1 + 150 * (i % 3))
-        examples.append(
-            {"prompt": row["prompt"], "completion": [{"role": "assistant", "content": answer}]}
-        )
+        examples.append({"prompt": row["prompt"], "completion": [{"role": "assistant", "content": answer}]})
     results = {}
     for trim in (False, True):
         trainer = sft_trainer(tiny_model_dir, tmp_path / str(trim), trim, examples)

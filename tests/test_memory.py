@@ -28,9 +28,7 @@ print(json.dumps({"applied": applied, "faults": faults}))
 
 def probe(keep: bool) -> dict:
     env = {**os.environ, "RLVR_KEEP_FREED_MEMORY": "1" if keep else "0"}
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.splitlines()[-1])
 
 

@@ -106,9 +106,7 @@ def test_weighted_pools_cycle_each_domain_completely():
 
 def test_batches_never_repeat_a_prompt_across_epoch_boundaries():
     domains = ["a"] * 5 + ["b"] * 50  # pool "a" restarts inside a batch every few steps
-    sampler = MixtureSampler(
-        domains, 1, 4, mode="weighted", weights={"a": 0.5, "b": 0.5}, num_batches=400
-    )
+    sampler = MixtureSampler(domains, 1, 4, mode="weighted", weights={"a": 0.5, "b": 0.5}, num_batches=400)
     got = batches(sampler, list(sampler))
     assert all(len(set(b)) == len(b) for b in got)
     assert_cycled(got, list(range(5)))  # the swaps keep every row of "a" once per epoch

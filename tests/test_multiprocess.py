@@ -215,9 +215,7 @@ def wait_for_checkpoint(output_root: Path, step: int, proc: subprocess.Popen) ->
     raise AssertionError(f"no complete checkpoint-{step} within the deadline")
 
 
-def test_two_processes_killed_and_resumed_see_the_same_steps_and_data(
-    tmp_path, rlvr_cache, sft_checkpoint
-):
+def test_two_processes_killed_and_resumed_see_the_same_steps_and_data(tmp_path, rlvr_cache, sft_checkpoint):
     """SIGKILL of the whole launcher group after a checkpoint, then ``resume=true`` in the
     same folder: the (step, rank, prompt ids) stream and the step count equal an
     uninterrupted run's. Weights are compared bit for bit: both ranks reload their own RNG
@@ -258,9 +256,7 @@ def test_two_processes_killed_and_resumed_see_the_same_steps_and_data(
 
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["rl"]["steps"] == MAX_STEPS
-    state = json.loads(
-        (folder / "checkpoints" / f"checkpoint-{MAX_STEPS}" / "trainer_state.json").read_text()
-    )
+    state = json.loads((folder / "checkpoints" / f"checkpoint-{MAX_STEPS}" / "trainer_state.json").read_text())
     assert state["global_step"] == MAX_STEPS
     straight_w, resumed_w = weights(run_dir(straight_root) / "final"), weights(folder / "final")
     assert straight_w.keys() == resumed_w.keys()

@@ -77,9 +77,7 @@ def short_turns(tokenizer: Any, **kwargs: Any) -> TurnSampling:
 
 
 @pytest.mark.parametrize("share", [True, False], ids=["shared-prompts", "prompt-per-row"])
-def test_cached_turns_equal_reencoding_the_conversation_under_greedy(
-    model, tokenizer, prompts, share
-) -> None:
+def test_cached_turns_equal_reencoding_the_conversation_under_greedy(model, tokenizer, prompts, share) -> None:
     """Every model id is the greedy prediction of a full forward over the conversation so
     far; suffixes sit where the handler put them, masked 0; the budget holds. With prompts
     held once each (the default) and with a copy per row."""
@@ -116,9 +114,7 @@ def test_identical_prompts_decode_identically(model, tokenizer, prompts) -> None
         model, prompts, Tools(tokenizer, BUDGET), short_turns(tokenizer, greedy=True, batch_size=8)
     )
     assert traces[0].completion_ids == traces[5].completion_ids
-    alone = sample_episodes(
-        model, prompts[:1], Tools(tokenizer, BUDGET), short_turns(tokenizer, greedy=True)
-    )
+    alone = sample_episodes(model, prompts[:1], Tools(tokenizer, BUDGET), short_turns(tokenizer, greedy=True))
     assert alone[0].completion_ids == traces[0].completion_ids  # batching changes nothing
 
 

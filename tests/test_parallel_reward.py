@@ -92,9 +92,7 @@ def test_bridge_applies_the_combiner_and_logs_parallel_metrics():
         return [RIGHT if "Answer: 3" in c else WRONG for c, _, _ in items]
 
     parallel = ParallelReward(TW, len, 64.0)
-    (fn,) = build_reward_functions(
-        ["math"], scorer, ErrorBudget(0.5, 100), StepTimer(), parallel=parallel
-    )
+    (fn,) = build_reward_functions(["math"], scorer, ErrorBudget(0.5, 100), StepTimer(), parallel=parallel)
     texts = [PAR + "Answer: 3", SEQ + "Answer: 3", PAR + "Answer: 4", "<Thread>x"]
     out = fn(
         prompts=[""] * 4,

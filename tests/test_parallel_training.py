@@ -43,9 +43,7 @@ def sampled(model_path: str, rows: list[dict], run) -> dict[str, float]:
 
     model, tokenizer = load_model(model_path, run.model), load_tokenizer(model_path, run.model)
     decoding = Decoding(k=SAMPLES, temperature=1.0, max_new_tokens=run.eval.max_new_tokens)
-    texts, verdicts = sample_and_score(
-        model, tokenizer, rows, decoding, make_scorer(run), batch_size=256, seed=7
-    )
+    texts, verdicts = sample_and_score(model, tokenizer, rows, decoding, make_scorer(run), batch_size=256, seed=7)
     count = token_counter(tokenizer)
     measured = [measure(t, count) for row in texts for t in row]
     scores = [v.score for row in verdicts for v in row]
@@ -71,9 +69,7 @@ def test_sft_learns_parallel_blocks_and_p_grpo_raises_acceleration(tmp_path):
     register_configs()
     register_resolvers()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose(
-            "train", overrides=[*OVERRIDES, "run_name=t", f"paths.output_root={tmp_path}"]
-        )
+        cfg = compose("train", overrides=[*OVERRIDES, "run_name=t", f"paths.output_root={tmp_path}"])
     run = to_config(cfg)
     run_dir = tmp_path / "run"
     summary = train(run, run_dir)

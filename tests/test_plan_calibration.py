@@ -13,9 +13,7 @@ pytestmark = pytest.mark.slow
 calibrate = load_script("calibrate_plan")
 
 
-@pytest.mark.parametrize(
-    "case", ["tiny-512", "smollm2-256", "tiny-256-autocast-padded", "qwen2-fsdp2-128"]
-)
+@pytest.mark.parametrize("case", ["tiny-512", "smollm2-256", "tiny-256-autocast-padded", "qwen2-fsdp2-128"])
 def test_the_plan_never_under_predicts_and_errs_high_by_at_most_a_quarter(case):
     row = calibrate.run_case(case)
     print(

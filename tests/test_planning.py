@@ -31,9 +31,12 @@ def preset_shape(name: str) -> dict:
 
 @pytest.mark.parametrize(
     ("preset", "architecture"),
-    [("qwen3-4b-base", "Qwen3ForCausalLM"), ("qwen2.5-0.5b-instruct", "Qwen2ForCausalLM"),
-     ("smollm2-135m-instruct", "LlamaForCausalLM")],
-)  # fmt: skip
+    [
+        ("qwen3-4b-base", "Qwen3ForCausalLM"),
+        ("qwen2.5-0.5b-instruct", "Qwen2ForCausalLM"),
+        ("smollm2-135m-instruct", "LlamaForCausalLM"),
+    ],
+)
 def test_parameter_count_equals_the_model_transformers_builds(preset, architecture):
     import transformers
 
@@ -54,8 +57,9 @@ def test_the_embedded_model_shape_counts_its_parameters(tiny_model_dir):
 
 
 def test_an_unknown_hub_model_has_no_shape_and_auto_says_what_to_set():
-    run = composed("model.name=someone/not-cached-anywhere", "trainer.micro_batch=auto",
-                   "trainer.device_memory_gib=80")  # fmt: skip
+    run = composed(
+        "model.name=someone/not-cached-anywhere", "trainer.micro_batch=auto", "trainer.device_memory_gib=80"
+    )
     assert model_shape(run.model) is None
     with pytest.raises(ConfigError, match="model.shape"):
         micro_steps(run, "rl", 1)
@@ -64,8 +68,9 @@ def test_an_unknown_hub_model_has_no_shape_and_auto_says_what_to_set():
 @pytest.mark.parametrize("kind", ["rl", "distill", "sft"])
 @pytest.mark.parametrize("choice", [None, "auto", 2])
 def test_micro_batches_keep_the_global_batch(kind, choice):
-    run = composed("experiment=m2rl_study", f"trainer.micro_batch={choice or 'null'}",
-                   "trainer.gradient_checkpointing=true")  # fmt: skip
+    run = composed(
+        "experiment=m2rl_study", f"trainer.micro_batch={choice or 'null'}", "trainer.gradient_checkpointing=true"
+    )
     processes = 8
     micro, accumulation = micro_steps(run, kind, processes)
     rows = {
@@ -82,9 +87,7 @@ def test_auto_picks_the_largest_micro_batch_that_fits():
     run = composed("experiment=m2rl_study")
     plan = plan_stage(run, "mixed", "mixed", 8)
     assert plan.fits and plan.workload.micro_batch < 256
-    bigger = composed(
-        "experiment=m2rl_study", f"trainer.micro_batch={plan.workload.micro_batch * 2}"
-    )
+    bigger = composed("experiment=m2rl_study", f"trainer.micro_batch={plan.workload.micro_batch * 2}")
     assert not plan_stage(bigger, "mixed", "mixed", 8).fits
 
 
@@ -115,9 +118,7 @@ def test_grpo_config_takes_the_cut_and_keeps_one_generation_batch_per_update(tmp
     assert args.generation_batch_size == rows  # one generation batch, one optimizer update
 
 
-def test_the_m2rl_study_plan_fits_and_the_old_settings_fail_naming_the_fix(
-    tmp_path, capsys, monkeypatch
-):
+def test_the_m2rl_study_plan_fits_and_the_old_settings_fail_naming_the_fix(tmp_path, capsys, monkeypatch):
     from rlvr.study.__main__ import run_study
     from tests.support.m2rl_data import m2rl_local_data
 
@@ -139,10 +140,20 @@ def test_the_m2rl_study_plan_fits_and_the_old_settings_fail_naming_the_fix(
 
 def test_an_entry_point_dry_run_prints_the_plan_and_loads_nothing(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "rlvr.train", "experiment=tiny_rl", "dry_run=true",
-         f"paths.output_root={tmp_path}", "init_from=/not/made/yet"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "rlvr.train",
+            "experiment=tiny_rl",
+            "dry_run=true",
+            f"paths.output_root={tmp_path}",
+            "init_from=/not/made/yet",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "resource plan" in out.stdout and "tokens/step" in out.stdout
     assert not list(tmp_path.rglob("*.safetensors"))
@@ -151,8 +162,12 @@ def test_an_entry_point_dry_run_prints_the_plan_and_loads_nothing(tmp_path):
 def test_plan_only_settings_leave_stage_hashes_alone():
     stage = Stage("expert-math-seed0", "expert", "rlvr.train", (), (), Path("x"), ())
     plain = composed("experiment=tiny_rl")
-    planned = composed("experiment=tiny_rl", "trainer.device_memory_gib=24",
-                       "trainer.device_tflops=100", "trainer.plan_prompt_tokens=64")  # fmt: skip
+    planned = composed(
+        "experiment=tiny_rl",
+        "trainer.device_memory_gib=24",
+        "trainer.device_tflops=100",
+        "trainer.plan_prompt_tokens=64",
+    )
     cut = composed("experiment=tiny_rl", "trainer.micro_batch=8")
     assert config_hash(plain, stage, {}) == config_hash(planned, stage, {})
     assert config_hash(plain, stage, {}) != config_hash(cut, stage, {})  # it changes training
@@ -171,10 +186,20 @@ def test_each_node_gets_its_rank_and_the_main_node_address():
 
     argv = ["py", "-m", "accelerate.commands.launch", "--config_file", "c.yaml", "-m", "rlvr.train"]
     assert node_argv(argv, 2, "gpu01", 29500) == [
-        "py", "-m", "accelerate.commands.launch", "--machine_rank", "2",
-        "--main_process_ip", "gpu01", "--main_process_port", "29500",
-        "--config_file", "c.yaml", "-m", "rlvr.train",
-    ]  # fmt: skip
+        "py",
+        "-m",
+        "accelerate.commands.launch",
+        "--machine_rank",
+        "2",
+        "--main_process_ip",
+        "gpu01",
+        "--main_process_port",
+        "29500",
+        "--config_file",
+        "c.yaml",
+        "-m",
+        "rlvr.train",
+    ]
 
 
 @pytest.mark.parametrize("node", [0, 1])
@@ -185,9 +210,16 @@ def test_a_stage_on_several_nodes_runs_once_per_node_and_marks_once(tmp_path, mo
     from rlvr.study.launchers import StageJob
     from rlvr.study.manifest import MARKERS, log_path
 
-    slurm = {"SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "77", "SLURM_NODEID": str(node),
-             "SLURM_JOB_NODELIST": "gpu[01-04]", "SLURM_PROCID": str(node), "SLURM_NTASKS": "4",
-             "SLURM_LOCALID": "0", "SLURM_JOB_NUM_NODES": "4"}  # fmt: skip
+    slurm = {
+        "SUBMITIT_EXECUTOR": "slurm",
+        "SLURM_JOB_ID": "77",
+        "SLURM_NODEID": str(node),
+        "SLURM_JOB_NODELIST": "gpu[01-04]",
+        "SLURM_PROCID": str(node),
+        "SLURM_NTASKS": "4",
+        "SLURM_LOCALID": "0",
+        "SLURM_JOB_NUM_NODES": "4",
+    }
     for key, value in slurm.items():
         monkeypatch.setenv(key, value)
     out = tmp_path / "stage"
@@ -198,9 +230,7 @@ def test_a_stage_on_several_nodes_runs_once_per_node_and_marks_once(tmp_path, mo
     assert job() == 0
     main_log = log_path(tmp_path, stage.name)
     log = main_log if node == 0 else main_log.with_suffix(f".node{node}.log")
-    assert f"--machine_rank {node} --main_process_ip gpu01 --main_process_port 29511" in (
-        log.read_text()
-    )
+    assert f"--machine_rank {node} --main_process_ip gpu01 --main_process_port 29511" in (log.read_text())
     marked = list((tmp_path / MARKERS).glob("*"))
     assert bool(main_log.exists()) == (node == 0)
     assert (len(marked) > 0) == (node == 0)
@@ -210,8 +240,15 @@ def test_a_multinode_config_is_refused_without_slurm(tmp_path):
     from rlvr.study.__main__ import run_study
 
     with pytest.raises(ConfigError, match="study.launcher=slurm"):
-        run_study(["experiment=m2rl_study", "study.dry_run=true", f"study.out_dir={tmp_path}",
-                   "study.accelerate=multinode_fsdp2", "study.launcher=local"])  # fmt: skip
+        run_study(
+            [
+                "experiment=m2rl_study",
+                "study.dry_run=true",
+                f"study.out_dir={tmp_path}",
+                "study.accelerate=multinode_fsdp2",
+                "study.launcher=local",
+            ]
+        )
 
 
 def test_fsdp2_mixed_precision_holds_float32_masters_and_single_process_the_loaded_width():

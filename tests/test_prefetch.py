@@ -63,9 +63,7 @@ def test_an_empty_cache_lists_the_hub_model_with_the_prefetch_command(tmp_path):
     lines = offline.missing_lines([QWEN], argv)
     assert "model Qwen/Qwen3-4B-Base" in "\n".join(lines)
     # the study's overrides as a shell line, without the dry run that printed it
-    expected = (
-        "python -m rlvr.study.prefetch experiment=m2rl_study 'domains.math.data_files=[a b.jsonl]'"
-    )
+    expected = "python -m rlvr.study.prefetch experiment=m2rl_study 'domains.math.data_files=[a b.jsonl]'"
     assert lines[-1].endswith(expected)
 
 
@@ -87,9 +85,7 @@ def test_prefetch_with_the_hub_offline_refuses_naming_the_missing(tmp_path, monk
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setattr(offline, "cached_repos", lambda cache_dir=None: set())
     monkeypatch.setattr(prefetch, "study_items", lambda argv: [QWEN, BLEND])
-    with pytest.raises(
-        ConfigError, match="could not fetch model Qwen/Qwen3-4B-Base, dataset nvidia"
-    ):
+    with pytest.raises(ConfigError, match="could not fetch model Qwen/Qwen3-4B-Base, dataset nvidia"):
         prefetch.prefetch(["experiment=m2rl_study"])
     assert "2 missing from the cache" in capsys.readouterr().out
     assert prefetch.prefetch(["experiment=m2rl_study"], list_only=True) == 0

@@ -20,9 +20,7 @@ def _pages() -> list[Path]:
 
 
 def test_tree_of_rooms_is_current():
-    result = subprocess.run(
-        [sys.executable, "scripts/rooms.py", "--check"], cwd=REPO, capture_output=True, text=True
-    )
+    result = subprocess.run([sys.executable, "scripts/rooms.py", "--check"], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
 
 
@@ -53,9 +51,7 @@ def test_readme_study_table_is_the_reports():
     """The README's study table and docs/tiny_study_report.md come from one study folder:
     every model and every domain's Avg@8 and the average agree to the printed digit."""
     readme = _table((REPO / "README.md").read_text(), "| model | role | math |")
-    report = _table(
-        (REPO / "docs" / "tiny_study_report.md").read_text(), "| model | role | seeds | math/"
-    )
+    report = _table((REPO / "docs" / "tiny_study_report.md").read_text(), "| model | role | seeds | math/")
     assert readme.keys() == report.keys() and len(readme) >= 10
     for model, cells in readme.items():
         theirs = report[model]

@@ -29,8 +29,15 @@ REPO = Path(__file__).resolve().parents[1]
 _COMMAND = re.compile(r"python -m rlvr\.([\w.]+)((?:[^`#\n]|\\\n)*)")
 _PLACEHOLDER = re.compile(r"<([A-Za-z_]+)>")
 # placeholders that stand for a name rather than a folder get a real one of that kind
-_NAMED = {"domain": "math", "domains": "math,code", "s": "0", "method": "ties", "model": "m",
-          "benchmarks": "micro_math", "label": "m"}  # fmt: skip
+_NAMED = {
+    "domain": "math",
+    "domains": "math,code",
+    "s": "0",
+    "method": "ties",
+    "model": "m",
+    "benchmarks": "micro_math",
+    "label": "m",
+}
 
 
 def documentation() -> list[Path]:

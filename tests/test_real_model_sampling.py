@@ -43,9 +43,13 @@ def generate_greedy(model, ids: list[int], new: int, stops) -> list[int]:
     """``model.generate`` on one unpadded prompt, cut after its first end token."""
     with torch.no_grad():
         out = model.generate(
-            input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-            do_sample=False, max_new_tokens=new, eos_token_id=list(stops), pad_token_id=stops[0],
-        )[0, len(ids):].tolist()  # fmt: skip
+            input_ids=torch.tensor([ids]),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            do_sample=False,
+            max_new_tokens=new,
+            eos_token_id=list(stops),
+            pad_token_id=stops[0],
+        )[0, len(ids) :].tolist()
     end = next((i for i, t in enumerate(out) if t in stops), None)
     return out if end is None else out[: end + 1]
 
@@ -66,8 +70,7 @@ def test_sampled_logprobs_equal_a_full_forward(smollm2):
     model, tokenizer = smollm2
     ids = [ChatFormat().ids(tokenizer, p) for p in PROMPTS[:3]]
     sampler = sampler_for(tokenizer, model, Decoding(temperature=0.8, max_new_tokens=12))
-    out = sample_tokens(model, ids, sampler, k=2, generator=torch.Generator().manual_seed(0),
-                        logprobs=True)  # fmt: skip
+    out = sample_tokens(model, ids, sampler, k=2, generator=torch.Generator().manual_seed(0), logprobs=True)
     assert out.logprobs is not None
     for prompt, completions, logps in zip(ids, out.ids, out.logprobs, strict=True):
         for completion, lp in zip(completions, logps, strict=True):
@@ -90,15 +93,26 @@ def test_grpo_single_turn_rollouts_equal_trls_generate(smollm2_dir, smollm2, tmp
 
     def trainer(kv: bool, out: str):
         args = GRPOConfig(
-            output_dir=str(tmp_path / out), per_device_train_batch_size=4, num_generations=2,
-            max_completion_length=NEW, temperature=1e-4, top_k=0, beta=0.0, report_to=[],
-            use_cpu=True, save_strategy="no", seed=0,
-        )  # fmt: skip
+            output_dir=str(tmp_path / out),
+            per_device_train_batch_size=4,
+            num_generations=2,
+            max_completion_length=NEW,
+            temperature=1e-4,
+            top_k=0,
+            beta=0.0,
+            report_to=[],
+            use_cpu=True,
+            save_strategy="no",
+            seed=0,
+        )
         return RLVRGRPOTrainer(
-            model=model, processing_class=tokenizer, args=args, kv_sampling=kv,
+            model=model,
+            processing_class=tokenizer,
+            args=args,
+            kv_sampling=kv,
             reward_funcs=[lambda completions, **kwargs: [0.0] * len(completions)],
             train_dataset=Dataset.from_list([{"prompt": p} for p in PROMPTS]),
-        )  # fmt: skip
+        )
 
     ours, trl = trainer(True, "kv"), trainer(False, "generate")
     assert ours.kv_sampling and not trl.kv_sampling
@@ -132,8 +146,7 @@ def test_tool_episodes_equal_generate_turn_by_turn(smollm2):
             out.append(suffix)
         return out
 
-    sampling = TurnSampling(budget=budget, eos_token_ids=stops, pad_token_id=stops[0],
-                            greedy=True, batch_size=3)  # fmt: skip
+    sampling = TurnSampling(budget=budget, eos_token_ids=stops, pad_token_id=stops[0], greedy=True, batch_size=3)
     traces = sample_episodes(model, prompts, tools, sampling)
     for i, trace in enumerate(traces):
         context, used = list(prompts[i]), 0

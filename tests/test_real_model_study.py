@@ -31,8 +31,7 @@ REDUCED = [
 @pytest.fixture(scope="module")
 def study(smollm2_dir, rlvr_cache, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("real-study") / "study"
-    cmd = [sys.executable, "-m", "rlvr.study", *REDUCED, f"study.out_dir={out}",
-           f"paths.cache_dir={rlvr_cache}"]  # fmt: skip
+    cmd = [sys.executable, "-m", "rlvr.study", *REDUCED, f"study.out_dir={out}", f"paths.cache_dir={rlvr_cache}"]
     result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     return out
@@ -41,13 +40,15 @@ def study(smollm2_dir, rlvr_cache, tmp_path_factory) -> Path:
 def test_every_stage_ran_on_the_real_model(study: Path, smollm2_dir: Path) -> None:
     stages = json.loads((study / "study.json").read_text())["stages"]
     assert {e["status"] for e in stages.values()} == {"done"}
-    assert {"sft", "expert-math-seed0", "expert-agent-seed0", "merge-ties-seed0",
-            "report"} <= set(stages)  # fmt: skip
+    assert {"sft", "expert-math-seed0", "expert-agent-seed0", "merge-ties-seed0", "report"} <= set(stages)
     source = json.loads((smollm2_dir / "config.json").read_text())
     template = json.loads((smollm2_dir / "tokenizer_config.json").read_text()).get("chat_template")
     template = template or (smollm2_dir / "chat_template.jinja").read_text()
-    for folder in (study / "sft" / "final", study / "experts" / "math-seed0" / "final",
-                   study / "merges" / "ties-seed0"):  # fmt: skip
+    for folder in (
+        study / "sft" / "final",
+        study / "experts" / "math-seed0" / "final",
+        study / "merges" / "ties-seed0",
+    ):
         config = json.loads((folder / "config.json").read_text())
         assert config["num_key_value_heads"] == source["num_key_value_heads"] == 3
         assert config["vocab_size"] == 49152 and config["tie_word_embeddings"]

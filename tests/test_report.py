@@ -53,20 +53,25 @@ def study(tmp_path_factory) -> Path:
     models += [str(root / "merges" / p) for p in ("average", "ties")]
     run = RunConfig(
         eval=EvalConfig(
-            models=models, tasks=TASKS, k=2, max_new_tokens=8, max_prompts=3, greedy=False,
-            batch_size=16, out_dir=str(root), workers=1,
+            models=models,
+            tasks=TASKS,
+            k=2,
+            max_new_tokens=8,
+            max_prompts=3,
+            greedy=False,
+            batch_size=16,
+            out_dir=str(root),
+            workers=1,
         ),
         logger=LoggerConfig(name="none", mode="disabled"),
-    )  # fmt: skip
+    )
     evaluate(run)
     (root / "fidelity.md").write_text(RECIPE_TABLE)  # what rlvr.study writes for a recipe
     build_report(root)
     return root
 
 
-RECIPE_TABLE = (
-    "| stage | setting | paper | this study | status | reason |\n|---|---|---|---|---|---|\n"
-)
+RECIPE_TABLE = "| stage | setting | paper | this study | status | reason |\n|---|---|---|---|---|---|\n"
 
 
 def test_the_recipe_table_goes_in_the_report(study):
@@ -143,13 +148,9 @@ def test_cost_table_sums_experts_and_merge(study):
     separate = COST["math"] + COST["instruction"] + merge_s
     assert float(rows["separate (experts + merge)"]["device_seconds"]) == pytest.approx(separate)
     assert float(rows["mixed (total)"]["device_seconds"]) == pytest.approx(COST["mixed"])
-    assert float(rows["mixed / separate"]["device_seconds"]) == pytest.approx(
-        COST["mixed"] / separate
-    )
+    assert float(rows["mixed / separate"]["device_seconds"]) == pytest.approx(COST["mixed"] / separate)
     total = sum_compute([study / "math", study / "instruction", study / "nowhere"])
-    assert total["device_seconds"] == pytest.approx(80.0) and total["missing"] == [
-        str(study / "nowhere")
-    ]
+    assert total["device_seconds"] == pytest.approx(80.0) and total["missing"] == [str(study / "nowhere")]
 
 
 def test_merge_table_lists_the_merges_by_domain(study):

@@ -29,8 +29,9 @@ def write_arms(root):
         run = write_run(root, f"adaptive-seed{seed}", ["math", "instruction"], 46.0 + seed)
         with (run / "metrics.jsonl").open("a") as fh:
             for step, w in ((1, 0.5), (2, 0.7)):
-                fh.write(json.dumps({"step": step, "math/mixture_weight": w,
-                                     "instruction/mixture_weight": 1 - w}) + "\n")  # fmt: skip
+                fh.write(
+                    json.dumps({"step": step, "math/mixture_weight": w, "instruction/mixture_weight": 1 - w}) + "\n"
+                )
         info = {"path": str(run / "final"), "run_dir": str(run), "domains": ["math", "instruction"]}
         write_model(root, f"adaptive-seed{seed}", ADAPTIVE[seed], info)
 
@@ -63,8 +64,7 @@ def test_every_arm_beside_mixed_and_the_best_merge_with_its_compute(report):
     avg = lambda per: mean([mean(list(s.values())) for s in per.values()])  # noqa: E731
     assert arms["cascade"][3].mean == pytest.approx(100 * avg(CASCADE))
     # cascade - mixed, seed by seed
-    diffs = [mean(list(CASCADE[s].values())) - mean(list(SCORES["mixed"][s].values()))
-             for s in (0, 1)]  # fmt: skip
+    diffs = [mean(list(CASCADE[s].values())) - mean(list(SCORES["mixed"][s].values())) for s in (0, 1)]
     assert arms["cascade"][4].mean == pytest.approx(100 * mean(diffs))
     assert arms["cascade"][4].n == 2
     assert arms["mixed"][4] is None and arms["ties"][5] is None

@@ -38,8 +38,14 @@ SCORES = {
     "ties": {0: (0.69, 0.54, 0.86), 1: (0.71, 0.56, 0.84)},
     "mt_opd": {0: (0.68, 0.55, 0.89)},
 }
-PUBLISHED_ROW = {"base": "qwen3-4b-base", "sft": "sft", "math": "math", "mixed": "mixed",
-                 "ties": "ties", "mt_opd": "mt_opd"}  # fmt: skip
+PUBLISHED_ROW = {
+    "base": "qwen3-4b-base",
+    "sft": "sft",
+    "math": "math",
+    "mixed": "mixed",
+    "ties": "ties",
+    "mt_opd": "mt_opd",
+}
 DOMAIN = {"aime24": "math", "gpqa_diamond": "science", "ifeval": "instruction", "hle": "science"}
 HOURS = {"math": 2.0, "agent": 1.0, "mixed": 1.5, "mt_opd": 0.5}  # device-hours per run
 FAILED = "sce-seed0"  # planned, its evaluation failed: no summary at all
@@ -47,8 +53,16 @@ FAILED = "sce-seed0"  # planned, its evaluation failed: no summary at all
 
 def summary(label: str, bench: str, value: float | None, k: int) -> dict:
     statuses = {"error": 8} if value is None else {"correct": 4, "wrong": 4}
-    return {"model": label, "benchmark": bench, "domain": DOMAIN[bench], "prompts": 8, "k": k,
-            "avg_at_k": value or 0.0, "pass_at_k": value or 0.0, "status_counts": statuses}  # fmt: skip
+    return {
+        "model": label,
+        "benchmark": bench,
+        "domain": DOMAIN[bench],
+        "prompts": 8,
+        "k": k,
+        "avg_at_k": value or 0.0,
+        "pass_at_k": value or 0.0,
+        "status_counts": statuses,
+    }
 
 
 def eval_stage(label: str, status: str) -> dict:
@@ -118,8 +132,7 @@ def test_packaged_published_numbers_equal_the_shared_data():
         assert (PUBLISHED / name).read_bytes() == (shared / name).read_bytes(), name
     data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     patterns = data["package-data"]["rlvr.reporting"]
-    shipped = {p.relative_to(PUBLISHED.parent) for pat in patterns for p in
-               PUBLISHED.parent.glob(pat)}  # fmt: skip
+    shipped = {p.relative_to(PUBLISHED.parent) for pat in patterns for p in PUBLISHED.parent.glob(pat)}
     assert {Path("m2rl_paper") / n for n in (*PAPER_FILES, "SOURCE.md")} <= shipped
 
 
@@ -147,8 +160,7 @@ def test_every_mapped_role_sits_beside_its_published_row(study):
                 assert float(diff[bench]) == pytest.approx(ours(stem, bench) - value)
             else:  # not scored here: a dash, never a 0
                 assert mine[bench] == diff[bench] == NOT_RUN
-        scored = [float(table[row_name][{"ifeval": "ifeval_strict_prompt"}.get(b, b)])
-                  for b in RUN]  # fmt: skip
+        scored = [float(table[row_name][{"ifeval": "ifeval_strict_prompt"}.get(b, b)]) for b in RUN]
         mean_ours = statistics.mean(ours(stem, b) for b in RUN)
         assert float(mine["avg"]) == pytest.approx(mean_ours)
         assert float(diff["avg"]) == pytest.approx(mean_ours - statistics.mean(scored))
@@ -196,9 +208,7 @@ def test_compute_sits_beside_the_papers_gpu_hours(study):
     hours = {r["run"]: float(r["gpu_hours"]) for r in paper}
     experts = sum(hours[d] for d in ("math", "code", "science", "instruction"))
     assert float(by["mixed"]["paper GPU-hours"]) == hours["mixed"]
-    assert float(by["mixed"]["paper share of experts (%)"]) == pytest.approx(
-        100 * hours["mixed"] / experts
-    )
+    assert float(by["mixed"]["paper share of experts (%)"]) == pytest.approx(100 * hours["mixed"] / experts)
     assert float(by["code"]["paper GPU-hours"]) == hours["code"] and by["code"]["our runs"] == "—"
     # ours: device-hours mean per seed (math: seeds of 2 and 4 hours), RL hours half of each
     assert float(by["math"]["our device-hours"]) == pytest.approx(3.0)
@@ -206,9 +216,7 @@ def test_compute_sits_beside_the_papers_gpu_hours(study):
     rl = {name: HOURS[name] / 2 for name in HOURS}
     ours_experts = rl["math"] + rl["agent"]
     assert float(by["experts (sum)"]["our RL device-hours"]) == pytest.approx(ours_experts)
-    assert float(by["mixed"]["our share of experts (%)"]) == pytest.approx(
-        100 * rl["mixed"] / ours_experts
-    )
+    assert float(by["mixed"]["our share of experts (%)"]) == pytest.approx(100 * rl["mixed"] / ours_experts)
     assert by["agent"]["paper GPU-hours"] == NOT_RUN and float(by["mt_opd"]["paper steps"]) == 200
 
 
@@ -226,9 +234,7 @@ def test_m2rl_paper_eval_composes_with_the_release_decoding():
     cfg.run_name = study_cfg.run_name = "compose-test"
     e = to_config(cfg).eval
     assert tuple(e.tasks) == BENCHMARKS  # the paper's column order
-    assert (e.top_p, e.temperature, e.max_new_tokens, e.greedy, e.backend) == (
-        0.7, 1.0, 32768, False, "vllm"
-    )  # fmt: skip
+    assert (e.top_p, e.temperature, e.max_new_tokens, e.greedy, e.backend) == (0.7, 1.0, 32768, False, "vllm")
     assert set(e.k_by_task) == set(BENCHMARKS)
     assert (e.k_by_task["aime24"], e.k_by_task["gpqa_diamond"], e.k_by_task["ifbench"]) == (
         16,
@@ -258,8 +264,7 @@ def test_each_benchmark_is_sampled_its_own_k_and_the_summary_says_so(family, tmp
     from rlvr.evaluation.evaluator import evaluate
 
     base, _ = family
-    run = eval_run(tmp_path, [f"b={base}"], ["micro_math", "micro_science"],
-                   k_by_task={"micro_math": 2})  # fmt: skip
+    run = eval_run(tmp_path, [f"b={base}"], ["micro_math", "micro_science"], k_by_task={"micro_math": 2})
     study = evaluate(run)
     for bench, k in (("micro_math", 2), ("micro_science", 3)):
         facts = json.loads((study / "eval" / "b" / f"{bench}.json").read_text())
@@ -278,8 +283,11 @@ def test_k_by_task_is_validated_naming_the_fix():
         validate(run, check_paths=False)
 
     check(k_by_task={"aime24": 16, "gpqa_diamond": 4})  # a registered task beyond eval.tasks
-    with pytest.raises(ConfigError, match=r"eval.k_by_task names unknown benchmark.*aime2024.*"
-                                          r"correct the name or drop the entry"):  # fmt: skip
+    with pytest.raises(
+        ConfigError,
+        match=r"eval.k_by_task names unknown benchmark.*aime2024.*"
+        r"correct the name or drop the entry",
+    ):
         check(k_by_task={"aime2024": 16})
     with pytest.raises(ConfigError, match=r"eval.k_by_task.*integer >= 1"):
         check(k_by_task={"aime24": 0})
@@ -290,8 +298,7 @@ def test_new_tokens_are_clamped_to_the_models_positions(family, tmp_path, caplog
 
     base, _ = family
     limit = json.loads((base / "config.json").read_text())["max_position_embeddings"]
-    run = eval_run(tmp_path, [f"b={base}"], ["micro_math"], k=1, max_prompts=1,
-                   max_new_tokens=limit + 50)  # fmt: skip
+    run = eval_run(tmp_path, [f"b={base}"], ["micro_math"], k=1, max_prompts=1, max_new_tokens=limit + 50)
     with caplog.at_level(logging.WARNING, logger="rlvr.evaluation.evaluator"):
         study = evaluate(run)
     facts = json.loads((study / "eval" / "b" / "micro_math.json").read_text())
@@ -333,14 +340,32 @@ def test_the_nine_benchmarks_run_on_the_tiny_model(tiny_model_dir, rlvr_cache, t
     if not (data / "math" / "aime24_test.jsonl").is_file():
         required.missing(f"the shared evaluation data folder ({data})")
     fixtures = REPO / "tests" / "fixtures" / "benchmarks"
-    files = {"livecodebench_v5": "livecodebench.jsonl", "livecodebench_v6": "livecodebench.jsonl",
-             "hle": "hle.jsonl", "gpqa_diamond": "gpqa_diamond.jsonl",
-             "mmlu_redux": "mmlu_redux.jsonl"}  # fmt: skip
-    env = {**os.environ, "RLVR_CACHE": str(rlvr_cache), "RLVR_SHARED_DATA": str(data),
-           "RLVR_TASK_FILES": ";".join(f"{t}={fixtures / f}" for t, f in files.items())}  # fmt: skip
-    cmd = [sys.executable, "-m", "rlvr.evaluate", "eval=m2rl_paper", "eval.backend=transformers",
-           "eval.max_prompts=2", "eval.max_new_tokens=24", "eval.workers=1", "logger=none",
-           f"eval.models=['tiny={tiny_model_dir}']", f"eval.out_dir={tmp_path}"]  # fmt: skip
+    files = {
+        "livecodebench_v5": "livecodebench.jsonl",
+        "livecodebench_v6": "livecodebench.jsonl",
+        "hle": "hle.jsonl",
+        "gpqa_diamond": "gpqa_diamond.jsonl",
+        "mmlu_redux": "mmlu_redux.jsonl",
+    }
+    env = {
+        **os.environ,
+        "RLVR_CACHE": str(rlvr_cache),
+        "RLVR_SHARED_DATA": str(data),
+        "RLVR_TASK_FILES": ";".join(f"{t}={fixtures / f}" for t, f in files.items()),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlvr.evaluate",
+        "eval=m2rl_paper",
+        "eval.backend=transformers",
+        "eval.max_prompts=2",
+        "eval.max_new_tokens=24",
+        "eval.workers=1",
+        "logger=none",
+        f"eval.models=['tiny={tiny_model_dir}']",
+        f"eval.out_dir={tmp_path}",
+    ]
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     paper = OmegaConf.load(REPO / "conf" / "eval" / "m2rl_paper.yaml")
@@ -351,12 +376,13 @@ def test_the_nine_benchmarks_run_on_the_tiny_model(tiny_model_dir, rlvr_cache, t
             assert "positions" in facts["not_run"] and "avg_at_k" not in facts
             not_run[bench] = facts["not_run"]
             continue
-        records = [json.loads(x) for x in
-                   (tmp_path / "eval" / "tiny" / f"{bench}.jsonl").read_text().splitlines()]  # fmt: skip
+        records = [json.loads(x) for x in (tmp_path / "eval" / "tiny" / f"{bench}.jsonl").read_text().splitlines()]
         assert facts["k"] == paper.k_by_task[bench], bench
         assert len(records) == facts["prompts"] * facts["k"] and facts["prompts"] >= 1, bench
         assert {r["status"] for r in records} <= {"correct", "wrong", "format_error", "timeout"}, (
-            bench, {r["status"] for r in records})  # fmt: skip
+            bench,
+            {r["status"] for r in records},
+        )
     assert len(not_run) < len(BENCHMARKS) // 2, not_run  # most of the nine run on it
     listed = (build_report(tmp_path).folder / "paper_not_run.md").read_text()
     for bench, why in not_run.items():

@@ -40,10 +40,16 @@ def write_model(study: Path, label: str, scores: dict[str, float], info: dict) -
     (folder / "model.json").write_text(json.dumps({"label": label, **info}))
     for domain, value in scores.items():
         summary = {
-            "model": label, "benchmark": BENCH[domain], "domain": domain, "prompts": 8, "k": 4,
-            "avg_at_k": value, "pass_at_k": min(1.0, 1.5 * value), "pass_at_1": value,
+            "model": label,
+            "benchmark": BENCH[domain],
+            "domain": domain,
+            "prompts": 8,
+            "k": 4,
+            "avg_at_k": value,
+            "pass_at_k": min(1.0, 1.5 * value),
+            "pass_at_1": value,
             "greedy_accuracy": value,
-        }  # fmt: skip
+        }
         (folder / f"{BENCH[domain]}.json").write_text(json.dumps(summary))
 
 
@@ -144,11 +150,16 @@ def test_roles_ignore_the_seed_suffix():
 def test_main_table_shows_mean_sd_and_seeds(study):
     columns, rows = read_csv(study / "report" / "main_table.csv")
     assert columns == [
-        "model", "role", "seeds",
-        "math/micro_math", "math/micro_math sd",
-        "instruction/micro_instruction", "instruction/micro_instruction sd",
-        "avg", "avg sd",
-    ]  # fmt: skip
+        "model",
+        "role",
+        "seeds",
+        "math/micro_math",
+        "math/micro_math sd",
+        "instruction/micro_instruction",
+        "instruction/micro_instruction sd",
+        "avg",
+        "avg sd",
+    ]
     by = {r["model"]: r for r in rows}
     assert [(r["model"], r["seeds"]) for r in rows][:3] == [
         ("base", "1"),
@@ -181,9 +192,7 @@ def test_merge_table_mean_sd_per_domain(study):
     for r in rows:
         for domain in BENCH:
             assert float(r[domain]) == pytest.approx(statistics.mean(pct(r["merge"], domain)))
-            assert float(r[f"{domain} sd"]) == pytest.approx(
-                statistics.stdev(pct(r["merge"], domain))
-            )
+            assert float(r[f"{domain} sd"]) == pytest.approx(statistics.stdev(pct(r["merge"], domain)))
         cells = md_row(study, "merge_table", r["merge"])
         assert cells[3:5] == [pm(pct(r["merge"], "math")), pm(pct(r["merge"], "instruction"))]
 
@@ -282,9 +291,7 @@ def test_bar_plot_draws_error_bars_and_reward_curves_every_seed(study, tmp_path,
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     by_label = {c["label"].split(" ")[0]: c for c in calls}
     assert by_label["sft"]["yerr"] is None
-    assert by_label["mixed"]["yerr"] == pytest.approx(
-        [statistics.stdev(pct("mixed", d)) for d in BENCH]
-    )
+    assert by_label["mixed"]["yerr"] == pytest.approx([statistics.stdev(pct("mixed", d)) for d in BENCH])
     assert (study / "report" / "benchmarks.png").read_bytes()[:4] == b"\x89PNG"
     assert (study / "report" / "reward_curves.png").read_bytes()[:4] == b"\x89PNG"
     mixed, experts = _curve_runs(results, {})

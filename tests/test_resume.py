@@ -65,9 +65,7 @@ def launch(
     )
 
 
-def start(
-    output_root: Path, cache: Path, *extra: str, env: dict[str, str] | None = None
-) -> subprocess.Popen:
+def start(output_root: Path, cache: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     return launch("rlvr.train", [*OVERRIDES, *extra], output_root, cache, env)
 
 
@@ -188,9 +186,7 @@ def test_killed_and_resumed_run_sees_the_same_steps_and_data(mixture, tmp_path):
 
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["rl"]["steps"] == MAX_STEPS
-    state = json.loads(
-        (folder / "checkpoints" / f"checkpoint-{MAX_STEPS}" / "trainer_state.json").read_text()
-    )
+    state = json.loads((folder / "checkpoints" / f"checkpoint-{MAX_STEPS}" / "trainer_state.json").read_text())
     assert state["global_step"] == MAX_STEPS
 
 

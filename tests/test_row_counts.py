@@ -33,9 +33,7 @@ def rows_section(printed: str) -> str:
     return printed.split("training rows per domain", 1)[1]
 
 
-def test_m2rl_dry_run_without_local_math_and_agent_data_fails_naming_them(
-    tmp_path, capsys, no_workbench
-):
+def test_m2rl_dry_run_without_local_math_and_agent_data_fails_naming_them(tmp_path, capsys, no_workbench):
     argv = ["experiment=m2rl_study", "study.dry_run=true", f"study.out_dir={tmp_path}"]
     with pytest.raises(ConfigError) as err:
         run_study(argv)
@@ -68,9 +66,7 @@ def test_tiny_study_dry_run_counts_all_five_domains(tmp_path, capsys):
     assert run_study(argv) == 0
     out = capsys.readouterr().out
     table = out[out.index("training rows per domain") :].splitlines()[1:6]
-    assert sorted(line.split()[0] for line in table) == sorted(
-        ["math", "code", "science", "instruction", "agent"]
-    )
+    assert sorted(line.split()[0] for line in table) == sorted(["math", "code", "science", "instruction", "agent"])
     assert all(line.split()[1] == "2,000" and "generated" in line for line in table)
 
 

@@ -151,9 +151,7 @@ def test_an_unknown_dtype_name_is_a_config_error(override, key):
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("setting", "expected"), [("auto", "bfloat16"), ("float32", "float32")])
-def test_fsdp2_ranks_write_the_gathered_model_in_the_training_dtype(
-    tiny_dir, tmp_path, rlvr_cache, setting, expected
-):
+def test_fsdp2_ranks_write_the_gathered_model_in_the_training_dtype(tiny_dir, tmp_path, rlvr_cache, setting, expected):
     """Real ``accelerate launch`` on two gloo ranks (FSDP2 through fsdp_on_cpu), bf16 mixed
     precision: the ranks hold float32 master weights; the final folder is bf16 unless asked."""
     from test_gpu_configs import free_port

@@ -31,9 +31,7 @@ def test_piecewise_holds_and_linear_interpolates_normalised_shares():
 
 
 def test_a_scheduled_experiment_composes_into_a_schedule():
-    run = compose_run(
-        "mixture=scheduled", TWO, points((0, "math:0.8,code:0.2"), (30, "math:0.2,code:0.8"))
-    )
+    run = compose_run("mixture=scheduled", TWO, points((0, "math:0.8,code:0.2"), (30, "math:0.2,code:0.8")))
     schedule = mixture_schedule(run)
     assert run.mixture.mode == "weighted" and schedule is not None
     assert (schedule.kind, schedule.steps) == ("piecewise", (0, 30))

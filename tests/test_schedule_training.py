@@ -33,9 +33,7 @@ def quotas(rows: list[dict]) -> dict[int, tuple[int, int]]:
 def logged_weights(folder) -> dict[int, tuple[float, float]]:
     rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
     return {
-        r["step"]: (r["math/mixture_weight"], r["science/mixture_weight"])
-        for r in rows
-        if "math/mixture_weight" in r
+        r["step"]: (r["math/mixture_weight"], r["science/mixture_weight"]) for r in rows if "math/mixture_weight" in r
     }
 
 
@@ -67,9 +65,9 @@ def test_scheduled_quotas_switch_at_the_step_also_across_a_resume(tmp_path):
     assert quotas(after) == {s: q for s, q in EXPECTED.items() if s > done}
     logged = [json.loads(x) for x in (folder / "metrics.jsonl").read_text().splitlines()]
     resumed = [r for r in logged if "loss" in r][-(6 - done) :]  # the resumed process's steps
-    assert {
-        r["step"]: (r["math/mixture_weight"], r["science/mixture_weight"]) for r in resumed
-    } == {s: w for s, w in weights.items() if s > done}
+    assert {r["step"]: (r["math/mixture_weight"], r["science/mixture_weight"]) for r in resumed} == {
+        s: w for s, w in weights.items() if s > done
+    }
     stitched = {r["step"]: r["ids"] for r in before if r["step"] <= done}
     stitched.update({r["step"]: r["ids"] for r in after})
     assert stitched == {r["step"]: r["ids"] for r in records(straight)}

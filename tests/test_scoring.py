@@ -60,8 +60,9 @@ def test_a_verifier_that_raises_gives_every_item_an_error_verdict():
 
 def test_the_scorer_calls_the_judge_once_per_batch_beside_pooled_verifiers():
     score = build_scorer(ReasoningFormat(), OPTIONS, workers=1, timeout_s=10.0)
-    judged = [(f"<think>{i}</think>{'right' if i % 2 else 'wrong'} {i}", {"question": f"q{i}"}, "judge")
-              for i in range(12)]  # fmt: skip
+    judged = [
+        (f"<think>{i}</think>{'right' if i % 2 else 'wrong'} {i}", {"question": f"q{i}"}, "judge") for i in range(12)
+    ]
     math = [("Answer: \\boxed{7}", {"answer": "7"}, "math"), ("Answer: 8", {"answer": "7"}, "math")]
     items = [*judged[:6], *math, *judged[6:]]
     CountingJudge.batches.clear()

@@ -53,9 +53,7 @@ def test_the_sampler_reports_each_early_row_once_with_its_final_ids(model_dir, t
     end = ending_token(model, batch)
     heard: list[tuple[int, list[int]]] = []
     greedy = Sampler(24, (end,), 0, greedy=True)
-    ids, _ = sample_rows(
-        model, batch, greedy, None, on_finished=lambda r, i: heard.extend(zip(r, i, strict=True))
-    )
+    ids, _ = sample_rows(model, batch, greedy, None, on_finished=lambda r, i: heard.extend(zip(r, i, strict=True)))
     assert ids == sample_rows(model, batch, greedy, None)[0]  # listening changes nothing
     reported = [row for row, _ in heard]
     assert reported and len(reported) == len(set(reported))
@@ -90,9 +88,7 @@ def test_rows_scored_ahead_are_not_scored_again_and_keep_their_verdicts():
     # the next batch starts with nothing ahead: every row graded on the call
     scorer.calls.clear()
     assert reward(["q"] * len(rows), list(texts), **reward_kwargs(rows)) == expected
-    assert [len(t) for _, t in scorer.calls] == [
-        len({(t, r["reference"]) for t, r in zip(texts, rows, strict=True)})
-    ]
+    assert [len(t) for _, t in scorer.calls] == [len({(t, r["reference"]) for t, r in zip(texts, rows, strict=True)})]
     early.close()
 
 
@@ -111,13 +107,23 @@ def test_grpo_scores_early_rows_ahead_and_each_completion_once(model_dir, tmp_pa
         processing_class=tiny_model.build_tokenizer(),
         reward_funcs=build_reward_functions(["math"], scorer, budget, timer),
         args=GRPOConfig(
-            output_dir=str(tmp_path), per_device_train_batch_size=12, num_generations=4,
-            max_completion_length=24, temperature=1e-4, top_k=0, beta=0.0, report_to=[],
-            use_cpu=True, save_strategy="no", seed=0, max_steps=2, learning_rate=1e-5,
+            output_dir=str(tmp_path),
+            per_device_train_batch_size=12,
+            num_generations=4,
+            max_completion_length=24,
+            temperature=1e-4,
+            top_k=0,
+            beta=0.0,
+            report_to=[],
+            use_cpu=True,
+            save_strategy="no",
+            seed=0,
+            max_steps=2,
+            learning_rate=1e-5,
         ),
         train_dataset=Dataset.from_list(rows),
         score_ahead=True,  # on CPU the default grades after generation
-    )  # fmt: skip
+    )
     batch = prompt_batch(trainer, rows, list(range(6)))
     trainer.eos_token_ids = [*trainer.eos_token_ids, ending_token(trainer.model, batch)]
     trainer.train()
@@ -145,6 +151,4 @@ def test_identical_rows_are_graded_once_and_share_the_verdict():
     same = ["Answer: " + golds[0]] * 16
     scores = reward(["q"] * 16, same, **reward_kwargs(batch))
     assert len([t for _, call in scorer.calls for t in call]) == 4
-    assert scores[:4] == [1.0] * 4 and all(
-        s == float(golds[i // 4] == golds[0]) for i, s in enumerate(scores)
-    )
+    assert scores[:4] == [1.0] * 4 and all(s == float(golds[i // 4] == golds[0]) for i, s in enumerate(scores))

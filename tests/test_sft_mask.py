@@ -50,9 +50,7 @@ def test_marked_qwen3_template_renders_qwens_text_where_trls_does_not(tokenizer)
             for prompt in (False, True):
                 kwargs = {"tools": tools, "add_generation_prompt": prompt, **options}
                 text = tokenizer.apply_chat_template(messages, tokenize=False, **kwargs)
-                assert text == tokenizer.apply_chat_template(
-                    messages, tokenize=False, chat_template=marked, **kwargs
-                )
+                assert text == tokenizer.apply_chat_template(messages, tokenize=False, chat_template=marked, **kwargs)
                 trl_differs |= text != tokenizer.apply_chat_template(
                     messages, tokenize=False, chat_template=trl_training, **kwargs
                 )
@@ -99,9 +97,7 @@ def trl_rows(model_dir: Path, tokenizer, data, out: Path):
     tokenizer.chat_template = marked_template(tokenizer)
     try:
         args = SFTConfig(output_dir=str(out), report_to=[], use_cpu=True, **loss_options(data))
-        trainer = SFTTrainer(
-            model=str(model_dir), args=args, train_dataset=data, processing_class=tokenizer
-        )
+        trainer = SFTTrainer(model=str(model_dir), args=args, train_dataset=data, processing_class=tokenizer)
     finally:
         tokenizer.chat_template = own
     return trainer.train_dataset
@@ -114,19 +110,13 @@ def test_trl_trains_assistant_turns_and_their_ends_only(qwen3_dir, tokenizer, th
     options = {} if thinking is None else {"enable_thinking": thinking}
     data = with_template_options(Dataset.from_list(conversations()), options)
     rows = trl_rows(qwen3_dir, tokenizer, data, tmp_path)
-    for example, ids, labels in zip(
-        conversations(), rows["input_ids"], rows["labels"], strict=True
-    ):
+    for example, ids, labels in zip(conversations(), rows["input_ids"], rows["labels"], strict=True):
         tools = json.loads(example["tools"]) if example["tools"] else None
-        text = tokenizer.apply_chat_template(
-            example["messages"], tools=tools, tokenize=False, **options
-        )
+        text = tokenizer.apply_chat_template(example["messages"], tools=tools, tokenize=False, **options)
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         assert enc["input_ids"] == ids
         trained = [label != -100 for label in labels]
-        assert [label for label in labels if label != -100] == [
-            i for i, t in zip(ids, trained, strict=True) if t
-        ]
+        assert [label for label in labels if label != -100] == [i for i, t in zip(ids, trained, strict=True) if t]
         for probe, want in [
             (SYSTEM, False),
             (USERS[0], False),

@@ -26,9 +26,7 @@ def reference(query, own_keys, own_values, visible, prompt_keys, prompt_values, 
         for t in range(new):
             seen = visible[r, t]
             keys = torch.cat([prompt_keys[r][:, width - lengths[r] :], own_keys[r][:, seen]], 1)
-            values = torch.cat(
-                [prompt_values[r][:, width - lengths[r] :], own_values[r][:, seen]], 1
-            )
+            values = torch.cat([prompt_values[r][:, width - lengths[r] :], own_values[r][:, seen]], 1)
             keys, values = (x.repeat_interleave(group, 0) for x in (keys, values))
             scores = query[r, :, t : t + 1] @ keys.transpose(-1, -2) * dim**-0.5
             out[r, t] = (torch.softmax(scores, -1) @ values)[:, 0]
@@ -102,7 +100,7 @@ def test_sampling_draws_what_the_k_fold_cache_draws(tiny):  # noqa: F811
                 generator=torch.Generator().manual_seed(4),
                 logprobs=True,
                 share_prompts=share,
-            )  # fmt: skip
+            )
             for share in (False, True)
         ]
         assert runs[0].ids == runs[1].ids

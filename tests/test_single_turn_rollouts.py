@@ -21,8 +21,9 @@ def model_dir(tmp_path_factory):
     from rlvr.models.tiny import TinyModelSpec, build_model, build_tokenizer
 
     tok = build_tokenizer()
-    spec = TinyModelSpec(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                         num_key_value_heads=2, intermediate_size=128)  # fmt: skip
+    spec = TinyModelSpec(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128
+    )
     torch.manual_seed(0)
     model = build_model(spec, len(tok), tok.pad_token_id, tok.eos_token_id, initializer_range=0.3)
     folder = tmp_path_factory.mktemp("kv-rollouts-model")
@@ -40,10 +41,18 @@ def build_trainer(model_dir, out, kv_sampling: bool, **overrides: Any):
 
     rows = micro.generate("math", 6, seed=2, split="heldout")
     settings = dict(
-        output_dir=str(out), per_device_train_batch_size=12, num_generations=4,
-        max_completion_length=24, temperature=1e-4, top_k=0, beta=0.0, report_to=[],
-        use_cpu=True, save_strategy="no", seed=0,
-    )  # fmt: skip
+        output_dir=str(out),
+        per_device_train_batch_size=12,
+        num_generations=4,
+        max_completion_length=24,
+        temperature=1e-4,
+        top_k=0,
+        beta=0.0,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        seed=0,
+    )
     settings.update(overrides)
     return RLVRGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
@@ -126,10 +135,15 @@ def test_the_sampler_runs_on_data_parallel_and_fsdp_ranks_and_not_under_deepspee
     def trainer(kind, processes=2):
         accelerator = SimpleNamespace(distributed_type=kind, num_processes=processes)
         return SimpleNamespace(
-            accelerator=accelerator, use_vllm=False, use_transformers_continuous_batching=False,
-            _is_vlm=False, args=SimpleNamespace(generation_kwargs=None), top_k=0, min_p=None,
+            accelerator=accelerator,
+            use_vllm=False,
+            use_transformers_continuous_batching=False,
+            _is_vlm=False,
+            args=SimpleNamespace(generation_kwargs=None),
+            top_k=0,
+            min_p=None,
             repetition_penalty=1.0,
-        )  # fmt: skip
+        )
 
     kinds = (DistributedType.NO, DistributedType.MULTI_CPU, DistributedType.MULTI_GPU)
     assert all(data_parallel(trainer(kind).accelerator) for kind in kinds)
@@ -140,9 +154,7 @@ def test_the_sampler_runs_on_data_parallel_and_fsdp_ranks_and_not_under_deepspee
 
 
 @pytest.mark.slow
-def test_fsdp2_ranks_sample_in_step_and_draw_what_whole_weights_draw(
-    model_dir, rlvr_cache, tmp_path
-):
+def test_fsdp2_ranks_sample_in_step_and_draw_what_whole_weights_draw(model_dir, rlvr_cache, tmp_path):
     """Two real FSDP2 processes (gloo) sample single turns and tool-style episodes with
     different prompts and budgets, so they need different numbers of forwards: each draws
     exactly what an unsharded copy draws from the same seed, and the rank with fewer forwards

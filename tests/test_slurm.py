@@ -35,8 +35,12 @@ def wait_for(predicate, timeout_s: float = 120, what: str = "") -> None:
 
 def test_the_local_cluster_runs_jobs_and_stops_only_its_own_daemons(slurm_cluster, tmp_path):
     out = tmp_path / "hello.txt"
-    job = subprocess.run(["sbatch", "--parsable", "-o", str(out), "--wrap", "echo $SLURM_JOB_ID"],
-                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    job = subprocess.run(
+        ["sbatch", "--parsable", "-o", str(out), "--wrap", "echo $SLURM_JOB_ID"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     wait_for(lambda: slurm.job_states([job]).get(job) == "COMPLETED", what="the job")
     assert out.read_text().strip() == job
     local = load_script("local_slurm")  # a second cluster beside the session's, stopped
@@ -65,8 +69,10 @@ def test_a_failed_or_cancelled_job_stops_only_its_dependents(slurm_cluster, tmp_
 
     def cancel_f_once_running() -> None:
         manifest = root / "study.json"
-        wait_for(lambda: manifest.is_file() and json.loads(manifest.read_text())["stages"]["f"]
-                 .get("job_id"), what="f submitted")  # fmt: skip
+        wait_for(
+            lambda: manifest.is_file() and json.loads(manifest.read_text())["stages"]["f"].get("job_id"),
+            what="f submitted",
+        )
         job = str(json.loads(manifest.read_text())["stages"]["f"]["job_id"])
         wait_for(lambda: slurm.job_states([job]).get(job) == "RUNNING", what="f running")
         subprocess.run(["scancel", job], check=True)
@@ -75,8 +81,15 @@ def test_a_failed_or_cancelled_job_stops_only_its_dependents(slurm_cluster, tmp_
     canceller.start()
     status, manifest = run(root, jobs, launcher)
     canceller.join()
-    assert status == {"a": "done", "b": "failed", "c": "done", "d": "blocked", "e": "done",
-                      "f": "failed", "g": "blocked"}  # fmt: skip
+    assert status == {
+        "a": "done",
+        "b": "failed",
+        "c": "done",
+        "d": "blocked",
+        "e": "done",
+        "f": "failed",
+        "g": "blocked",
+    }
     entries = manifest.entries
     states = slurm.job_states(str(entries[n]["job_id"]) for n in entries)
     assert states[str(entries["d"]["job_id"])] == "CANCELLED"  # its afterok could never hold
@@ -93,8 +106,9 @@ def test_study_cancel_scancels_the_jobs_the_folder_lists(slurm_cluster, tmp_path
     root = tmp_path / "study"
     jobs = [fake_stage(root, "long", seconds=300), fake_stage(root, "after", deps=["long"])]
     stages = [j.stage for j in jobs]
-    manifest = Manifest.create(root, {"launcher": "slurm"}, stages, {s.name: "h" for s in stages},
-                               {j.stage.name: j.argv for j in jobs})  # fmt: skip
+    manifest = Manifest.create(
+        root, {"launcher": "slurm"}, stages, {s.name: "h" for s in stages}, {j.stage.name: j.argv for j in jobs}
+    )
     launcher = SubmititLauncher(root, "slurm", 1, {}, {})
     first = launcher.start(jobs[0], [])
     second = launcher.start(jobs[1], [first])
@@ -110,13 +124,28 @@ def test_study_cancel_scancels_the_jobs_the_folder_lists(slurm_cluster, tmp_path
 
 def test_a_hydra_sweep_runs_each_point_as_a_slurm_job(slurm_cluster, tmp_path, sft_checkpoint):
     sweep = tmp_path / "sweep"
-    cmd = [sys.executable, "-m", "rlvr.train", "-m", "hydra/launcher=submitit_slurm",
-           "experiment=smoke", "logger=none", "sft=none", f"init_from={sft_checkpoint}",
-           "mixture.train_size=16", "mixture.heldout_size=0", "trainer.max_steps=2",
-           "trainer.save_steps=0", "trainer.verifier_workers=1", "trainer.seed=0,1",
-           f"hydra.sweep.dir={sweep}", "hydra.launcher.gpus_per_node=null",
-           "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=null",
-           "hydra.launcher.timeout_min=30"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlvr.train",
+        "-m",
+        "hydra/launcher=submitit_slurm",
+        "experiment=smoke",
+        "logger=none",
+        "sft=none",
+        f"init_from={sft_checkpoint}",
+        "mixture.train_size=16",
+        "mixture.heldout_size=0",
+        "trainer.max_steps=2",
+        "trainer.save_steps=0",
+        "trainer.verifier_workers=1",
+        "trainer.seed=0,1",
+        f"hydra.sweep.dir={sweep}",
+        "hydra.launcher.gpus_per_node=null",
+        "hydra.launcher.cpus_per_task=1",
+        "hydra.launcher.mem_gb=null",
+        "hydra.launcher.timeout_min=30",
+    ]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     summaries = sorted(sweep.glob("*/summary.json"))  # one run folder per point
@@ -127,8 +156,11 @@ def test_a_hydra_sweep_runs_each_point_as_a_slurm_job(slurm_cluster, tmp_path, s
     array = tasks[0].split("_")[0]
 
     def states() -> list[str]:
-        return sorted(subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i|%T", "-j", array],
-                                     capture_output=True, text=True).stdout.split())  # fmt: skip
+        return sorted(
+            subprocess.run(
+                ["squeue", "-h", "-t", "all", "-o", "%i|%T", "-j", array], capture_output=True, text=True
+            ).stdout.split()
+        )
 
     # the results are written a moment before each job ends
     wait_for(lambda: states() == sorted(f"{t}|COMPLETED" for t in tasks), 60, "COMPLETED")

@@ -64,8 +64,7 @@ def test_the_adaptive_arm_logs_and_checkpoints_its_weights(study):
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     weights = [r for r in rows if "math/mixture_weight" in r]
     assert weights and all(
-        r["math/mixture_weight"] + r["instruction/mixture_weight"] == pytest.approx(1.0)
-        for r in weights
+        r["math/mixture_weight"] + r["instruction/mixture_weight"] == pytest.approx(1.0) for r in weights
     )
     assert list((run / "checkpoints").glob("checkpoint-*/mixture_adaptive.json"))
     assert (study / "report" / "mixture_weights.png").is_file()

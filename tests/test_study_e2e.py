@@ -71,8 +71,17 @@ def test_submitit_runs_every_stage_after_its_inputs(reference):
     assert (reference / ".submitit").is_dir()
     for table in TABLES:
         assert (reference / "report" / table).is_file()
-    for name in ("footprint.csv", "footprint_jaccard.csv", "geometry.csv", "geometry.png",
-                 "consistency.csv", "neighbourhood.csv", "kl.csv", "judge.csv", "judge.png"):  # fmt: skip
+    for name in (
+        "footprint.csv",
+        "footprint_jaccard.csv",
+        "geometry.csv",
+        "geometry.png",
+        "consistency.csv",
+        "neighbourhood.csv",
+        "kl.csv",
+        "judge.csv",
+        "judge.png",
+    ):
         assert (reference / "analysis" / name).is_file(), name
     report = (reference / "report" / "report.md").read_text()
     assert "Analyses of the models" in report and "Self-verification" in report
@@ -84,9 +93,7 @@ def test_the_profile_splits_each_stage_wall_into_its_parts(reference):
     mixed = profiled["mixed-seed0"]
     assert {"start-up", "set-up & saves", "generation", "grading", "update"} <= set(mixed.parts)
     assert 0.9 * mixed.wall_s <= sum(mixed.parts.values()) <= mixed.wall_s + 1e-6
-    assert (
-        profiled["merge-ties-seed0"].parts["start-up"] > profiled["merge-ties-seed0"].parts["merge"]
-    )
+    assert profiled["merge-ties-seed0"].parts["start-up"] > profiled["merge-ties-seed0"].parts["merge"]
     table = format_profile(one_seed(profiled.values(), 0))
     assert "| mixed-seed0 |" in table and "| eval (x" in table and "**total**" in table
 
@@ -100,8 +107,7 @@ def test_warm_started_stages_train_and_evaluate_as_fresh_processes_do(reference,
 
     out = tmp_path / "study"
     shutil.copytree(reference, out)
-    rerun = {"expert-math-seed0": out / "experts" / "math-seed0",
-             "eval-math-seed0": out / "eval" / "math-seed0"}  # fmt: skip
+    rerun = {"expert-math-seed0": out / "experts" / "math-seed0", "eval-math-seed0": out / "eval" / "math-seed0"}
     for name, folder in rerun.items():
         marker_path(out, name).unlink()
         shutil.rmtree(folder)
@@ -113,9 +119,7 @@ def test_warm_started_stages_train_and_evaluate_as_fresh_processes_do(reference,
     stages = json.loads((out / "study.json").read_text())["stages"]
     assert {n for n, e in stages.items() if e["status"] == "done"} == set(rerun)
     for name in rerun:
-        assert (
-            "warm start: forked from the stage server" in (out / "logs" / f"{name}.log").read_text()
-        )
+        assert "warm start: forked from the stage server" in (out / "logs" / f"{name}.log").read_text()
     weights = "final/model.safetensors"
     assert (out / "experts/math-seed0" / weights).read_bytes() == (
         reference / "experts/math-seed0" / weights
@@ -142,9 +146,7 @@ def comparable(payload, root: Path):
     return payload
 
 
-def test_on_slurm_a_requeued_job_resumes_and_a_killed_driver_is_followed(
-    reference, tmp_path, slurm_cluster
-):
+def test_on_slurm_a_requeued_job_resumes_and_a_killed_driver_is_followed(reference, tmp_path, slurm_cluster):
     """Every stage a real SLURM job, submitted at once with afterok dependencies. During the
     math expert's training its job is requeued (``scontrol requeue``, as preemption does) and
     the driver is killed with SIGKILL: the jobs keep running, the rerun follows them instead
@@ -154,8 +156,9 @@ def test_on_slurm_a_requeued_job_resumes_and_a_killed_driver_is_followed(
 
     out = tmp_path / "study"
     expert = out / "experts" / "math-seed0"
-    proc = subprocess.Popen(study_cmd(out, "study.launcher=slurm"), cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        study_cmd(out, "study.launcher=slurm"), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 900
     while latest_complete_checkpoint(expert / "checkpoints") is None:
         assert proc.poll() is None, "the study ended before the expert saved a checkpoint"

@@ -112,9 +112,7 @@ def test_stage_commands_parse_back_to_the_planned_paths(tmp_path):
     assert cfg.trainer.seed == 0 and list(cfg.domains) == ["math"]
     merge = next(s for s in stages if s.name == "merge-ties-seed0")
     cfg = compose(commands[merge.name][3:])
-    assert list(cfg.merge.models) == [
-        str(odd / "experts" / f"{d}-seed0" / "final") for d in DOMAINS
-    ]
+    assert list(cfg.merge.models) == [str(odd / "experts" / f"{d}-seed0" / "final") for d in DOMAINS]
     assert cfg.merge.base == str(odd / "sft" / "final") and cfg.merge.method == "ties"
 
 
@@ -191,9 +189,7 @@ def test_arm_overrides_name_a_known_arm_and_hold_overrides(plan_root, override, 
 
 
 def test_overrides_for_arms_outside_the_study_are_unused_with_a_warning(plan_root, caplog):
-    _, stages, _, commands = _plan(
-        plan_root, "study.mixed=false", 'study.arm_overrides.mixed=["trainer.max_steps=9"]'
-    )
+    _, stages, _, commands = _plan(plan_root, "study.mixed=false", 'study.arm_overrides.mixed=["trainer.max_steps=9"]')
     assert not any("trainer.max_steps=9" in commands[s.name] for s in stages)
     assert "['mixed'] unused" in caplog.text
     _, stages, _, _ = _plan(plan_root, "study.domains=[math,code]", "study.merges=[]")
@@ -240,9 +236,7 @@ def test_optional_stages_plug_in_by_name(plan_root):
     def distill(ctx):
         out = ctx.root / "distill"
         deps = tuple(e.stage for e in ctx.experts.values())
-        stage = Stage(
-            "distill-seed0", "distill", "rlvr.train", ("trainer.max_steps=1",), deps, out, ()
-        )
+        stage = Stage("distill-seed0", "distill", "rlvr.train", ("trainer.max_steps=1",), deps, out, ())
         return [stage], [ModelRef("mtopd-seed0", str(out / "final"), "distill-seed0")]
 
     register_optional_stage("test_distill", distill)
@@ -257,9 +251,7 @@ def test_optional_stages_plug_in_by_name(plan_root):
 
 
 def test_an_existing_sft_model_replaces_the_sft_stage(plan_root, tiny_model_dir):
-    _, stages, _, commands = _plan(
-        plan_root, f"study.sft_model={tiny_model_dir}", "study.merges=[]"
-    )
+    _, stages, _, commands = _plan(plan_root, f"study.sft_model={tiny_model_dir}", "study.merges=[]")
     assert "sft" not in [s.name for s in stages]
     assert all(s.deps == () for s in stages if s.kind == "expert")
     assert f'init_from="{tiny_model_dir}"' in commands["expert-math-seed0"]
@@ -360,8 +352,9 @@ def test_a_moved_study_folder_keeps_every_stage_and_an_earlier_folder_is_adopted
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text("x")
         write_json(new / ".stages" / f"{stage.name}.done.json", {"hash": absolute[stage.name]})
-    entries = {s.name: {"config_hash": absolute[s.name], "log": str(old / "logs" / f"{s.name}.log")}
-               for s in at_old.stages}  # fmt: skip
+    entries = {
+        s.name: {"config_hash": absolute[s.name], "log": str(old / "logs" / f"{s.name}.log")} for s in at_old.stages
+    }
     write_json(new / "study.json", {"plan": {}, "stages": entries})
     assert recorded_root(new) == old
     before = reconcile(new, at_new.stages, at_new.hashes, force=False)
@@ -374,19 +367,32 @@ def test_a_moved_study_folder_keeps_every_stage_and_an_earlier_folder_is_adopted
     assert read_json(new / "study.json")["stages"]["sft"]["config_hash"] == at_new.hashes["sft"]
 
 
-SMALL = ("experiment=tiny_study", "study.seeds=[0]", "study.merges=[ties]", "study.stages=[]",
-         "study.domains=[math,code]")  # fmt: skip
+SMALL = (
+    "experiment=tiny_study",
+    "study.seeds=[0]",
+    "study.merges=[ties]",
+    "study.stages=[]",
+    "study.domains=[math,code]",
+)
 
 
 def test_only_paths_inside_the_study_folder_enter_the_hash_relative_to_it():
     from rlvr.study.commands import _rooted
 
-    settings = ['init_from="/x/study/sft/final"', 'eval.out_dir="/x/study"', "/x/study2/sft",
-                'eval.models=["m=/x/study/e"]', "/x/studying"]  # fmt: skip
+    settings = [
+        'init_from="/x/study/sft/final"',
+        'eval.out_dir="/x/study"',
+        "/x/study2/sft",
+        'eval.models=["m=/x/study/e"]',
+        "/x/studying",
+    ]
     assert _rooted(settings, "/x/study", "<study>") == [
-        'init_from="<study>/sft/final"', 'eval.out_dir="<study>"', "/x/study2/sft",
-        'eval.models=["m=<study>/e"]', "/x/studying",
-    ]  # fmt: skip
+        'init_from="<study>/sft/final"',
+        'eval.out_dir="<study>"',
+        "/x/study2/sft",
+        'eval.models=["m=<study>/e"]',
+        "/x/studying",
+    ]
 
 
 def test_a_dry_run_on_a_finished_folder_says_what_reruns_and_why(tmp_path, capsys):
@@ -397,18 +403,14 @@ def test_a_dry_run_on_a_finished_folder_says_what_reruns_and_why(tmp_path, capsy
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text("x")
         mark_started(root, stage, planned.hashes[stage.name], planned.settings[stage.name])
-        write_json(
-            root / ".stages" / f"{stage.name}.done.json", {"hash": planned.hashes[stage.name]}
-        )
+        write_json(root / ".stages" / f"{stage.name}.done.json", {"hash": planned.hashes[stage.name]})
     markers = {p.name: p.read_text() for p in (root / ".stages").iterdir()}
     argv = [*SMALL, f"study.out_dir={root}", "study.dry_run=true", "algo.learning_rate=1e-3"]
     assert run_study(argv) == 0
     out = capsys.readouterr().out
     experts = [s.name for s in planned.stages if s.kind in ("expert", "mixed")]
     assert f"in {root}: " in out and f"{len(experts) + 6} rerun" in out  # + merge, 4 evals, report
-    assert (
-        "rerun expert-math-seed0: its config changed (algo.learning_rate: 0.0002 -> 0.001)" in out
-    )
+    assert "rerun expert-math-seed0: its config changed (algo.learning_rate: 0.0002 -> 0.001)" in out
     assert "rerun merge-ties-seed0: dependency expert-math-seed0, expert-code-seed0 changed" in out
     assert "rerun sft" not in out and "rerun eval-sft" not in out
     assert {p.name: p.read_text() for p in (root / ".stages").iterdir()} == markers  # untouched
@@ -421,18 +423,25 @@ def _configs(planned):
 
 def test_dry_run_prints_every_stage_with_command_and_dependencies(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "rlvr.study", "experiment=tiny_study", *SHAPE,
-         "study.dry_run=true", f"study.out_dir={tmp_path}"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "rlvr.study",
+            "experiment=tiny_study",
+            *SHAPE,
+            "study.dry_run=true",
+            f"study.out_dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     _, stages, _, _ = _plan(tmp_path)
     assert out.splitlines()[0] == f"{len(stages)} stages"
     for s in stages:
         line = next(x for x in out.splitlines() if x.startswith(s.name + " "))
         assert line.split("after ")[1] == (",".join(s.deps) or "-")
-    assert (
-        out.count("-m rlvr.train") == 6 and out.count("-m rlvr.merge") == len(MERGES) + 10
-    )  # + the pairs
+    assert out.count("-m rlvr.train") == 6 and out.count("-m rlvr.merge") == len(MERGES) + 10  # + the pairs
     assert not (tmp_path / "study.json").exists()  # a dry run touches nothing
 
 
@@ -443,14 +452,20 @@ def test_dry_run_prints_every_stage_with_command_and_dependencies(tmp_path):
         ("trainer.max_steps=many", "trainer.max_steps"),
     ],
 )
-def test_an_override_that_does_not_compose_is_a_config_error_not_a_traceback(
-    tmp_path, override, said
-):
+def test_an_override_that_does_not_compose_is_a_config_error_not_a_traceback(tmp_path, override, said):
     result = subprocess.run(
-        [sys.executable, "-m", "rlvr.study", "experiment=tiny_study", "study.dry_run=true",
-         f"study.out_dir={tmp_path}", override],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "rlvr.study",
+            "experiment=tiny_study",
+            "study.dry_run=true",
+            f"study.out_dir={tmp_path}",
+            override,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2, result.stderr[-2000:]
     assert "config error" in result.stderr and said in result.stderr
     assert "Traceback" not in result.stderr
@@ -458,11 +473,21 @@ def test_an_override_that_does_not_compose_is_a_config_error_not_a_traceback(
 
 def test_dry_run_shows_the_grpo_arms_waiting_for_the_filter_and_reading_its_rows(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "rlvr.study", "experiment=tiny_study", "study.dry_run=true",
-         f"study.out_dir={tmp_path}", "study.stages=[filter]", "study.domains=[math,code]",
-         "study.merges=[]"],
-        capture_output=True, text=True, check=True,
-    ).stdout.splitlines()  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "rlvr.study",
+            "experiment=tiny_study",
+            "study.dry_run=true",
+            f"study.out_dir={tmp_path}",
+            "study.stages=[filter]",
+            "study.domains=[math,code]",
+            "study.merges=[]",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     names = [line.split()[0] for line in out[1::2]]
     assert names.index("sft") < names.index("filter") < names.index("expert-math-seed0")
     for arm in ("expert-math-seed0", "expert-code-seed0", "mixed-seed0"):
@@ -477,10 +502,17 @@ def test_dry_run_shows_the_grpo_arms_waiting_for_the_filter_and_reading_its_rows
 
 def test_bad_input_exits_with_the_fix_before_anything_runs(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "rlvr.study", "experiment=tiny_study", "study.merges=[tie]",
-         f"study.out_dir={tmp_path}"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "rlvr.study",
+            "experiment=tiny_study",
+            "study.merges=[tie]",
+            f"study.out_dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2
     assert "unknown merge method 'tie'" in result.stderr and "ties" in result.stderr
     assert not (tmp_path / "study.json").exists()
@@ -537,8 +569,13 @@ def test_the_cascade_chains_one_stage_per_domain_and_evaluates_each(plan_root):
     order = "study.cascade_order=[code,math,science,instruction,agent]"
     _, stages, hashes, commands = _plan(plan_root, "study.stages=[cascade]", order)
     by_name = {s.name: s for s in stages}
-    chain = ["cascade-1-code-seed0", "cascade-2-math-seed0", "cascade-3-science-seed0",
-             "cascade-4-instruction-seed0", "cascade-5-agent-seed0"]  # fmt: skip
+    chain = [
+        "cascade-1-code-seed0",
+        "cascade-2-math-seed0",
+        "cascade-3-science-seed0",
+        "cascade-4-instruction-seed0",
+        "cascade-5-agent-seed0",
+    ]
     assert [s.name for s in stages if s.kind == "cascade"] == chain
     assert by_name[chain[0]].deps == ("sft",)
     for before, after in zip(chain, chain[1:], strict=False):
@@ -557,11 +594,10 @@ def test_the_cascade_chains_one_stage_per_domain_and_evaluates_each(plan_root):
 def test_the_cascade_puts_the_least_room_first_and_keeps_the_order_it_ran(tmp_path):
     from rlvr.study.arms import cascade_order, record_cascade_order
 
-    _sft_scores(tmp_path, {"math": (90, 95), "code": (40, 80), "science": (50, 60),
-                           "instruction": (30, 90), "agent": (10, 12)})  # fmt: skip
-    run = load_study(
-        ["experiment=tiny_study", "study.stages=[cascade]", f"study.out_dir={tmp_path}"]
+    _sft_scores(
+        tmp_path, {"math": (90, 95), "code": (40, 80), "science": (50, 60), "instruction": (30, 90), "agent": (10, 12)}
     )
+    run = load_study(["experiment=tiny_study", "study.stages=[cascade]", f"study.out_dir={tmp_path}"])
     order, source = cascade_order(run, tmp_path)
     assert order == ["agent", "math", "science", "code", "instruction"]
     assert "least room" in source
@@ -571,8 +607,9 @@ def test_the_cascade_puts_the_least_room_first_and_keeps_the_order_it_ran(tmp_pa
     # without the study's own evaluation, rlvr.calibrate's scores order it
     fresh = tmp_path / "fresh"
     _sft_scores(fresh / "calibration", {"math": (10, 90), "code": (40, 45)})
-    run = load_study(["experiment=tiny_study", "study.domains=[math,code]",
-                      "study.stages=[cascade]", f"study.out_dir={fresh}"])  # fmt: skip
+    run = load_study(
+        ["experiment=tiny_study", "study.domains=[math,code]", "study.stages=[cascade]", f"study.out_dir={fresh}"]
+    )
     order, source = cascade_order(run, fresh)
     assert order == ["code", "math"] and "calibration" in source
 
@@ -590,9 +627,7 @@ def test_the_adaptive_arm_is_the_mixed_arm_with_adaptive_weights(plan_root):
     kept = [o for o in mixed if not o.startswith(("mixture.mode", "hydra.run.dir"))]
     assert [o for o in adaptive if o in kept] == kept  # steps, weights (the start), init
     assert by_name["adaptive-seed0"].kind == "adaptive"
-    assert "eval-adaptive-seed0" in by_name and by_name["eval-adaptive-seed0"].deps == (
-        "adaptive-seed0",
-    )
+    assert "eval-adaptive-seed0" in by_name and by_name["eval-adaptive-seed0"].deps == ("adaptive-seed0",)
 
 
 def test_the_arms_hash_like_training_stages(plan_root):

@@ -17,8 +17,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _entry(root: Path, kind: str, out: str, wall: float, cpu: float | None = None) -> dict:
-    return {"kind": kind, "out_dir": str(root / out), "wall_s": wall, "cpu_s": cpu,
-            "returncode": 0, "start": 0.0, "end": wall}  # fmt: skip
+    return {
+        "kind": kind,
+        "out_dir": str(root / out),
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "returncode": 0,
+        "start": 0.0,
+        "end": wall,
+    }
 
 
 def _folder(root: Path) -> Path:
@@ -30,7 +37,7 @@ def _folder(root: Path) -> Path:
         {"step": 2, "time/step_s": 20.0, "time/generation_s": 8.0, "time/reward_s": 2.0, "time/update_s": 10.0},
         {"step": 4, "time/step_s": 15.0, "time/generation_s": 5.0, "time/reward_s": 1.0, "time/update_s": 9.0},
         {"step": 4, "train_runtime": 70.0},  # the trainer's closing line: no step timings
-    ]  # fmt: skip
+    ]
     (expert / "metrics.jsonl").write_text("\n".join(json.dumps(s) for s in steps) + "\nnot json\n")
     for seed in (0, 1):
         ev = root / "eval" / f"math-seed{seed}"
@@ -87,12 +94,14 @@ def test_one_seed_keeps_shared_stages_and_kinds_add_up(tmp_path):
 
 def test_the_script_prints_the_table_and_names_a_folder_that_is_not_a_study(tmp_path):
     folder = _folder(tmp_path / "study")
-    out = subprocess.run([sys.executable, "scripts/profile_study.py", str(folder)], cwd=REPO,
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "scripts/profile_study.py", str(folder)], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
     assert "| expert-math-seed0 |" in out and "eval-math-seed1" not in out
     assert "busy (some stage running, every seed): 105 s" in out  # not the gap before report
     # CPU of the finished stages that recorded it (95 + 6 + 36 + 37) against 2 jobs x 105 s
     assert "CPU (every stage, every seed): 174 s, 83% of study.jobs (2) x the busy time" in out
-    bad = subprocess.run([sys.executable, "scripts/profile_study.py", str(tmp_path)], cwd=REPO,
-                         capture_output=True, text=True)  # fmt: skip
+    bad = subprocess.run(
+        [sys.executable, "scripts/profile_study.py", str(tmp_path)], cwd=REPO, capture_output=True, text=True
+    )
     assert bad.returncode == 2 and "is this a study folder?" in bad.stderr

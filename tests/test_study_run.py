@@ -44,13 +44,22 @@ def fake_stage(root: Path, name: str, deps=(), seconds=0.5, code=0, writes=True)
 def run(root: Path, jobs: list[StageJob], launcher, reuse=(), stale=None, poll_s=0.1):
     stages = [j.stage for j in jobs]
     manifest = Manifest.create(
-        root, {"test": True}, stages, {j.stage.name: j.config_hash for j in jobs},
+        root,
+        {"test": True},
+        stages,
+        {j.stage.name: j.config_hash for j in jobs},
         {j.stage.name: j.argv for j in jobs},
-    )  # fmt: skip
+    )
     status = run_stages(
-        stages, {j.stage.name: j for j in jobs}, launcher, manifest, list(reuse), stale or {},
-        Progress(stages, io.StringIO()), poll_s=poll_s,
-    )  # fmt: skip
+        stages,
+        {j.stage.name: j for j in jobs},
+        launcher,
+        manifest,
+        list(reuse),
+        stale or {},
+        Progress(stages, io.StringIO()),
+        poll_s=poll_s,
+    )
     return status, manifest
 
 
@@ -152,19 +161,14 @@ time.sleep(0.5)
 
 
 def test_a_stage_records_the_cpu_seconds_of_its_process_tree(tmp_path):
-    stage = Stage(
-        "busy", "fake", "fake", (), (), tmp_path / "busy", (tmp_path / "busy" / "result.txt",)
-    )
+    stage = Stage("busy", "fake", "fake", (), (), tmp_path / "busy", (tmp_path / "busy" / "result.txt",))
     job = StageJob(tmp_path, stage, "hash-busy", [sys.executable, "-c", BUSY, str(stage.out_dir)])
     status, manifest = run(tmp_path, [job], LocalLauncher(jobs=1))
     entry = manifest.entries["busy"]
     assert status == {"busy": "done"}
     # the worker's 0.6 s count (a waited-for child), the 0.5 s asleep do not
     assert 0.6 <= entry["cpu_s"] < entry["wall_s"] - 0.4
-    assert (
-        json.loads((tmp_path / "study.json").read_text())["stages"]["busy"]["cpu_s"]
-        == entry["cpu_s"]
-    )
+    assert json.loads((tmp_path / "study.json").read_text())["stages"]["busy"]["cpu_s"] == entry["cpu_s"]
 
 
 def test_a_partial_run_with_another_config_is_not_resumed(tmp_path):
@@ -224,9 +228,7 @@ def test_a_missing_input_names_the_stage_that_makes_it(tmp_path):
     assert "sft" not in reconcile(tmp_path, [j.stage for j in jobs], hashes, False).reuse
 
 
-def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command(
-    tmp_path, monkeypatch
-):
+def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command(tmp_path, monkeypatch):
     """submitit's real SLURM executor against a stand-in ``sbatch`` that records what it gets:
     the GPU study's scripts (8 GPUs per node, a GPU partition, none for a merge), which the
     one-node CPU cluster of tests/test_slurm.py cannot run. Dependencies, failures, requeue and
@@ -249,9 +251,7 @@ def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command
     (bin_dir / "srun").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
     root = tmp_path / "study"
-    planned = plan(
-        ["experiment=m2rl_study", f"study.out_dir={root}", "study.slurm.slurm_partition=gpu"]
-    )
+    planned = plan(["experiment=m2rl_study", f"study.out_dir={root}", "study.slurm.slurm_partition=gpu"])
     run_cfg, stages, hashes, commands = (
         planned.run,
         planned.stages,
@@ -264,8 +264,7 @@ def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command
     handles = {}
     for name in ("sft", "expert-math-seed0", "merge-ties-seed0"):
         stage = by_name[name]
-        job = StageJob(root, stage, hashes[name], commands[name], {}, str(root),
-                       processes(stage, "gpu_fsdp2"))  # fmt: skip
+        job = StageJob(root, stage, hashes[name], commands[name], {}, str(root), processes(stage, "gpu_fsdp2"))
         handles[name] = launcher.start(job, [handles[d] for d in stage.deps if d in handles])
     first, second = (record / f"{handles[n].job_id}.sh" for n in ("sft", "expert-math-seed0"))
     assert "--dependency" not in first.read_text()
@@ -276,9 +275,7 @@ def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command
     merge = (record / f"{handles['merge-ties-seed0'].job_id}.sh").read_text()
     assert "--gpus-per-node" not in merge or "--gpus-per-node=0" in merge  # a merge needs no GPU
     assert f"afterok:{handles['expert-math-seed0'].job_id}" in merge
-    pickled = next(
-        (root / ".submitit").glob(f"{handles['expert-math-seed0'].job_id}/*_submitted.pkl")
-    )
+    pickled = next((root / ".submitit").glob(f"{handles['expert-math-seed0'].job_id}/*_submitted.pkl"))
     submitted = pickle.loads(pickled.read_bytes())
     argv = submitted.function.argv
     assert "accelerate.commands.launch" in argv and "resume=true" in argv  # requeue resumes
@@ -289,7 +286,8 @@ def test_slurm_submissions_carry_afterok_dependencies_and_the_accelerate_command
 RANKS_SCRIPT = """
 import pathlib, subprocess, sys, time
 out = pathlib.Path(sys.argv[1]); out.mkdir(parents=True, exist_ok=True)
-beat = "import pathlib, sys, time\\nwhile True:\\n    pathlib.Path(sys.argv[1]).write_text(repr(time.time())); time.sleep(0.05)"
+beat = "import pathlib, sys, time\\nwhile True:\\n\
+    pathlib.Path(sys.argv[1]).write_text(repr(time.time())); time.sleep(0.05)"
 ranks = [subprocess.Popen([sys.executable, "-c", beat, str(out / f"rank{i}")],
                           start_new_session=True) for i in range(2)]
 (out / "pids").write_text(" ".join(str(r.pid) for r in ranks))
@@ -317,9 +315,7 @@ def test_cancel_stops_ranks_that_left_the_stage_session(tmp_path):
     launcher.cancel(handle)
     assert handle.poll() is not None
     for pid in pids:
-        state = subprocess.run(
-            ["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True
-        )
+        state = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True)
         assert state.stdout.strip() in ("", "Z"), f"rank {pid} outlived its stage"
     beats = [(out / f"rank{i}").read_text() for i in range(2)]
     time.sleep(0.3)

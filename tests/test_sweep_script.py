@@ -169,8 +169,7 @@ def test_hydra_multirun_runs_single_domain_arms_in_sequence(tmp_path):
     }
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "rlvr.train", "-m", "domains=[math],[science]", *tiny]
-        + [f"paths.output_root={out}"],
+        [sys.executable, "-m", "rlvr.train", "-m", "domains=[math],[science]", *tiny] + [f"paths.output_root={out}"],
         capture_output=True,
         text=True,
         env=env,
@@ -194,9 +193,7 @@ def test_the_multinode_config_dry_runs_the_m2rl_arms():
     assert done.returncode == 0, done.stderr[-2000:]
     lines = [line for line in done.stdout.splitlines() if line.startswith("accelerate launch")]
     assert len(lines) == 2
-    assert all(
-        "--config_file conf/accelerate/multinode_fsdp2.yaml -m rlvr.train" in x for x in lines
-    )
+    assert all("--config_file conf/accelerate/multinode_fsdp2.yaml -m rlvr.train" in x for x in lines)
     assert ["'domains=[m2rl/math]'" in lines[0], "'domains=[m2rl/code]'" in lines[1]] == [
         True,
         True,

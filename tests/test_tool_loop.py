@@ -26,10 +26,19 @@ def build_trainer(model_dir, tmp_path, tool_episodes: bool, **overrides: Any):
     rows = micro.generate("agent", 4, seed=5, difficulty=1, split="heldout")
     dataset = Dataset.from_list([training_row(r) for r in rows])
     settings = dict(
-        output_dir=str(tmp_path), per_device_train_batch_size=8, num_generations=2,
-        max_completion_length=160, temperature=1e-4, top_k=0, beta=0.0, report_to=[],
-        use_cpu=True, save_strategy="no", remove_unused_columns=False, seed=0,
-    )  # fmt: skip
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=8,
+        num_generations=2,
+        max_completion_length=160,
+        temperature=1e-4,
+        top_k=0,
+        beta=0.0,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        remove_unused_columns=False,
+        seed=0,
+    )
     settings.update(overrides)
     trainer = RLVRGRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
@@ -97,9 +106,7 @@ def test_tool_calling_rollouts_match_trls_loop(agent_sft_checkpoint, tmp_path) -
 @pytest.mark.slow
 def test_tool_results_that_overflow_are_dropped_as_in_trl(agent_sft_checkpoint, tmp_path):
     """A budget the tool results do not fit in: both loops end the rollout on its call turn."""
-    messages = assert_same_rollouts(
-        agent_sft_checkpoint, tmp_path, expect_calls=False, max_completion_length=80
-    )
+    messages = assert_same_rollouts(agent_sft_checkpoint, tmp_path, expect_calls=False, max_completion_length=80)
     assert any(m.get("tool_calls") for ms in messages for m in ms)  # called, results dropped
 
 

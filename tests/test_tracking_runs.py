@@ -30,15 +30,11 @@ pytestmark = pytest.mark.slow
 def _train(out: Path, cache: Path, init: Path, *extra: str) -> None:
     env = dict(os.environ, RLVR_CACHE=str(cache), HF_HUB_OFFLINE="1", WANDB_MODE="offline")
     cmd = [sys.executable, "-m", "rlvr.train", *QUICK, f"init_from={init}", *extra]
-    result = subprocess.run(
-        [*cmd, f"paths.output_root={out}"], cwd=REPO, env=env, capture_output=True, text=True
-    )
+    result = subprocess.run([*cmd, f"paths.output_root={out}"], cwd=REPO, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-def test_a_resumed_stage_appends_to_its_run_on_strictly_increasing_steps(
-    tmp_path, rlvr_cache, sft_checkpoint
-):
+def test_a_resumed_stage_appends_to_its_run_on_strictly_increasing_steps(tmp_path, rlvr_cache, sft_checkpoint):
     _train(tmp_path, rlvr_cache, sft_checkpoint, "trainer.max_steps=3")
     run_dir = tmp_path / "smoke" / "tracked"
     (first,) = find_logs(run_dir)
@@ -68,16 +64,12 @@ def test_a_resumed_stage_appends_to_its_run_on_strictly_increasing_steps(
     assert steps == [1, 2, 3, 4]  # step 3, trained again after the resume, is not logged twice
 
 
-def test_a_hydra_sweep_groups_its_points_and_logs_their_heldout_results(
-    tmp_path, rlvr_cache, sft_checkpoint
-):
+def test_a_hydra_sweep_groups_its_points_and_logs_their_heldout_results(tmp_path, rlvr_cache, sft_checkpoint):
     env = dict(os.environ, RLVR_CACHE=str(rlvr_cache), HF_HUB_OFFLINE="1", WANDB_MODE="offline")
     quick = [q for q in QUICK if not q.startswith(("eval.in_run", "run_name"))]
     cmd = [sys.executable, "-m", "rlvr.train", "-m", *quick, f"init_from={sft_checkpoint}"]
     cmd += ["trainer.max_steps=1", "mixture.heldout_size=4", "eval.k=2", "trainer.seed=0,1"]
-    result = subprocess.run(
-        [*cmd, f"paths.output_root={tmp_path}"], cwd=REPO, env=env, capture_output=True, text=True
-    )
+    result = subprocess.run([*cmd, f"paths.output_root={tmp_path}"], cwd=REPO, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     points = sorted(p for p in (tmp_path / "smoke").iterdir() if (p / "summary.json").is_file())
     assert len(points) == 2, sorted(p.name for p in (tmp_path / "smoke").iterdir())

@@ -27,9 +27,7 @@ QUICK = [
 ]
 
 
-def run_cli(
-    args: list[str], out: Path, cache: Path, launcher: list[str] | None = None, timeout: int = 600
-):
+def run_cli(args: list[str], out: Path, cache: Path, launcher: list[str] | None = None, timeout: int = 600):
     env = dict(os.environ, RLVR_CACHE=str(cache), HF_HUB_OFFLINE="1", WANDB_MODE="disabled")
     cmd = (launcher or [sys.executable]) + ["-m", "rlvr.train", *args, f"paths.output_root={out}"]
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
@@ -49,9 +47,7 @@ def weights(folder: Path) -> dict[str, torch.Tensor]:
 
 
 def test_smoke_grpo_changes_parameters_and_writes_metrics(tmp_path, rlvr_cache, sft_checkpoint):
-    result = run_cli(
-        ["experiment=smoke", *QUICK, f"init_from={sft_checkpoint}"], tmp_path, rlvr_cache
-    )
+    result = run_cli(["experiment=smoke", *QUICK, f"init_from={sft_checkpoint}"], tmp_path, rlvr_cache)
     assert result.returncode == 0, result.stderr[-3000:]
     run = only_run_dir(tmp_path)
     assert (run / "config.yaml").exists()
@@ -81,9 +77,7 @@ def test_smoke_grpo_changes_parameters_and_writes_metrics(tmp_path, rlvr_cache, 
     ],
 )
 def test_bad_input_fails_fast_with_the_valid_choices(tmp_path, rlvr_cache, override, expected):
-    result = run_cli(
-        ["experiment=smoke", override, "logger=none"], tmp_path, rlvr_cache, timeout=120
-    )
+    result = run_cli(["experiment=smoke", override, "logger=none"], tmp_path, rlvr_cache, timeout=120)
     assert result.returncode != 0
     output = result.stdout + result.stderr
     assert expected in output, output[-2000:]

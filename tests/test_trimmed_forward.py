@@ -87,9 +87,7 @@ def test_absolute_position_models_stay_on_the_padded_forward():
     assert not trimmable(GPT2LMHeadModel(config))
 
 
-def test_the_grpo_loss_and_gradient_are_unchanged_by_trimming_and_shared_prompts(
-    tiny_model_dir, tmp_path
-):
+def test_the_grpo_loss_and_gradient_are_unchanged_by_trimming_and_shared_prompts(tiny_model_dir, tmp_path):
     """TRL's own loss over one GRPO batch (8 prompts x 4 completions), with the policy forward
     trimmed, sharing prompts, both, and neither (TRL's path): the same loss and the same
     gradient (with one update per batch the loss value alone is blind to the log-probs; the
@@ -107,9 +105,7 @@ def test_the_grpo_loss_and_gradient_are_unchanged_by_trimming_and_shared_prompts
     }
     losses, grads, forwards = {}, {}, {}
     for trim, share in [(False, False), (True, False), (False, True), (True, True)]:
-        trainer = grpo_trainer(
-            tiny_model_dir, tmp_path / f"{trim}{share}", rows, completion_width, trim, share
-        )
+        trainer = grpo_trainer(tiny_model_dir, tmp_path / f"{trim}{share}", rows, completion_width, trim, share)
         assert (trainer._lean_forward is None) == (not trim and not share)
         calls: list[dict] = []
         trainer.model.register_forward_hook(

@@ -32,9 +32,7 @@ def test_worker_killed_mid_batch_behind_the_reward_bridge(tmp_path: Path) -> Non
     golds = [json.loads(r["reference"])["answer"] for r in rows]
     completions = [f"Answer: {g}" if i % 3 else f"Answer: {g}1" for i, g in enumerate(golds)]
     pid_file = tmp_path / "worker.pid"
-    marked = dict(
-        rows[0], verifier="killed_once", reference=json.dumps({"pid_file": str(pid_file)})
-    )
+    marked = dict(rows[0], verifier="killed_once", reference=json.dumps({"pid_file": str(pid_file)}))
     middle = len(rows) // 2
     batch, texts = [*rows[:middle], marked, *rows[middle:]], [*completions]
     texts.insert(middle, "anything")

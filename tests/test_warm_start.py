@@ -27,8 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 def module_stage(root: Path, name: str, deps=(), seconds=0.3, code=0, mode="", env=None):
     out = root / name
     stage = Stage(name, "fake", "fake", (), tuple(deps), out, (out / "result.txt",))
-    argv = [sys.executable, "-m", "tests.support.fake_stage", str(out), str(seconds), str(code),
-            "1", mode]  # fmt: skip
+    argv = [sys.executable, "-m", "tests.support.fake_stage", str(out), str(seconds), str(code), "1", mode]
     return StageJob(root, stage, f"hash-{name}", argv, env or {"OMP_NUM_THREADS": "1"}, str(REPO))
 
 
@@ -88,9 +87,7 @@ def test_stages_that_could_differ_when_forked_start_cold(tmp_path, launcher):
     """Libraries read some variables at import: a stage with another environment, or a
     command that is not ``python -m`` (accelerate launch), runs as a fresh process."""
     first = module_stage(tmp_path, "first")
-    other_env = module_stage(
-        tmp_path, "marked", ["first"], env={"OMP_NUM_THREADS": "1", "FAKE_STAGE_MARK": "x"}
-    )
+    other_env = module_stage(tmp_path, "marked", ["first"], env={"OMP_NUM_THREADS": "1", "FAKE_STAGE_MARK": "x"})
     script = module_stage(tmp_path, "script")
     script.argv = [sys.executable, str(REPO / "tests/support/fake_stage.py"), *script.argv[3:]]
     status, _ = run(tmp_path, [first, other_env, script], launcher)

@@ -1,5 +1,6 @@
 """Zero-advantage rows leave the GRPO update (``rlvr.lean_forward.zero_advantage``): the loss
-and its gradient stay the whole batch's for every loss type it serves, in float64 (up to the attention kernels' rounding, which differs with the batch's shape)."""
+and its gradient stay the whole batch's for every loss type it serves, in float64 (up to the attention
+kernels' rounding, which differs with the batch's shape)."""
 
 from __future__ import annotations
 
@@ -37,19 +38,12 @@ def loss_and_grads(trainer, inputs: dict, rows_seen: list[int]):
     trainer.model.zero_grad(set_to_none=True)
     loss = trainer._compute_loss(trainer.model, dict(inputs))
     loss.backward()
-    grads = [
-        p.grad.clone() if p.grad is not None else torch.zeros_like(p)
-        for p in trainer.model.parameters()
-    ]
+    grads = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in trainer.model.parameters()]
     return loss.detach(), grads, sum(rows_seen)
 
 
-@pytest.mark.parametrize(
-    "loss_type", ["grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo", "sapo", "vespo"]
-)
-def test_leaving_out_zero_advantage_rows_keeps_the_loss_and_gradient(
-    loss_type, tiny_model_dir, tmp_path
-):
+@pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo", "sapo", "vespo"])
+def test_leaving_out_zero_advantage_rows_keeps_the_loss_and_gradient(loss_type, tiny_model_dir, tmp_path):
     """Half the groups all scored alike (advantage 0 on their rows): the update runs on the
     other half only, and the loss and gradient equal the whole batch's, on TRL's forward and
     on the lean one, with old log-probs off the policy's (ratios away from 1, some clipped)."""
@@ -59,9 +53,17 @@ def test_leaving_out_zero_advantage_rows_keeps_the_loss_and_gradient(
     for lean in (False, True):
         results = {}
         for skip in (False, True):
-            trainer = grpo_trainer(tiny_model_dir, tmp_path / f"{lean}{skip}", ROWS,
-                                   COMPLETION_WIDTH, lean, False, skip=skip, loss_type=loss_type,
-                                   epsilon_high=0.28)  # fmt: skip
+            trainer = grpo_trainer(
+                tiny_model_dir,
+                tmp_path / f"{lean}{skip}",
+                ROWS,
+                COMPLETION_WIDTH,
+                lean,
+                False,
+                skip=skip,
+                loss_type=loss_type,
+                epsilon_high=0.28,
+            )
             assert trainer.skip_zero_advantage is skip
             seen: list[int] = []
             trainer.model.register_forward_hook(
@@ -83,25 +85,20 @@ def test_a_batch_of_zero_advantages_runs_one_row_for_a_zero_loss(tiny_model_dir,
     trainer.model.register_forward_hook(
         lambda _m, args, kwargs, _o: seen.append(kwargs["input_ids"].size(0)), with_kwargs=True
     )
-    loss, grads, rows = loss_and_grads(
-        trainer, batch(torch.zeros(ROWS, dtype=torch.float64), False), seen
-    )
+    loss, grads, rows = loss_and_grads(trainer, batch(torch.zeros(ROWS, dtype=torch.float64), False), seen)
     assert rows == 1 and loss.item() == 0.0
     assert all(g.abs().max() == 0 for g in grads)
     assert trainer.update_facts()["rows_skipped"] == ROWS - 1
 
 
 def test_rows_stay_where_a_term_has_gradient_on_every_row(tiny_model_dir, tmp_path):
-    kept = grpo_trainer(tiny_model_dir, tmp_path / "kl", ROWS, COMPLETION_WIDTH, False, False,
-                        beta=0.04)  # fmt: skip
-    assert (
-        not kept.skip_zero_advantage and "KL" in kept.update_facts()["zero_advantage_kept_because"]
+    kept = grpo_trainer(tiny_model_dir, tmp_path / "kl", ROWS, COMPLETION_WIDTH, False, False, beta=0.04)
+    assert not kept.skip_zero_advantage and "KL" in kept.update_facts()["zero_advantage_kept_because"]
+    masked = grpo_trainer(
+        tiny_model_dir, tmp_path / "q", ROWS, COMPLETION_WIDTH, False, False, top_entropy_quantile=0.2
     )
-    masked = grpo_trainer(tiny_model_dir, tmp_path / "q", ROWS, COMPLETION_WIDTH, False, False,
-                          top_entropy_quantile=0.2)  # fmt: skip
     assert "quantile" in skippable(masked)
-    off = grpo_trainer(tiny_model_dir, tmp_path / "off", ROWS, COMPLETION_WIDTH, False, False,
-                       skip=False)  # fmt: skip
+    off = grpo_trainer(tiny_model_dir, tmp_path / "off", ROWS, COMPLETION_WIDTH, False, False, skip=False)
     assert off.update_facts()["zero_advantage_kept_because"] == "trainer.skip_zero_advantage=false"
 
 

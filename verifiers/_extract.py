@@ -34,9 +34,7 @@ _WORD = re.compile(r"[A-Za-z]{3,}")
 _SENTENCE_END = re.compile(r"\.(?=\s+[A-Z<(\[])|\s+I hope\b")
 _COPULA = re.compile(r"(?:\b(?:is|are|equals)\b|=)\s*", re.IGNORECASE)
 _PROSE_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
-_MATH_DELIMS = re.compile(
-    r"^\s*(?:\$\$?|\\\(|\\\[)\s*(?P<inner>.*?)\s*(?:\$\$?|\\\)|\\\])\s*$", re.S
-)
+_MATH_DELIMS = re.compile(r"^\s*(?:\$\$?|\\\(|\\\[)\s*(?P<inner>.*?)\s*(?:\$\$?|\\\)|\\\])\s*$", re.S)
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,7 @@ def verify(
     """Score one completion. Any failure inside the verifier becomes an ``error`` verdict."""
     text = as_text(completion)
     if reasoning.format_gate and not passes_format_gate(text):
-        return Verdict.format_error(
-            "no </think>: the format gate requires a closed reasoning section"
-        )
+        return Verdict.format_error("no </think>: the format gate requires a closed reasoning section")
     if reasoning.strip_think:
         text = strip_think(text)
     if len(text) > MAX_COMPLETION_CHARS:

@@ -42,9 +42,7 @@ _COMMA = re.compile(r"\s*,\s*")
 _MATHS = re.compile(r"[0-9\\^=+*/]")
 _WORD_OUTSIDE_MATH = re.compile(r"(?<!\\)\b[A-Za-z]{3,}\b")
 _LATEX_COMMAND = re.compile(r"\\[A-Za-z]+")
-_LEAD_IN = re.compile(
-    r"^\W*(?:so\W+)?(?:the\s+)?(?:final\s+)?answer\s+(?:is|would be|should be)\W*", re.I
-)
+_LEAD_IN = re.compile(r"^\W*(?:so\W+)?(?:the\s+)?(?:final\s+)?answer\s+(?:is|would be|should be)\W*", re.I)
 
 
 def normalise(text: str) -> str:

@@ -116,9 +116,7 @@ class MathVerifier:
     def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
         gold = _parse_gold(reference)
         if gold is None:
-            return Verdict.error(
-                clip(f"unscorable reference: cannot parse gold {reference.get('answer')!r}")
-            )
+            return Verdict.error(clip(f"unscorable reference: cannot parse gold {reference.get('answer')!r}"))
         fallback = bool(reference.get("fallback_last_number", self.fallback_last_number))
         answer = extract_answer(completion, fallback_last_number=fallback)
         if answer is None:
@@ -131,9 +129,7 @@ class MathVerifier:
         if same_base is not None:  # a base subscript: math-verify would drop it (52_9 == 52)
             if same_base:
                 return Verdict.correct(shown)
-            return Verdict.wrong(
-                shown, clip(f"base or digits differ from {reference.get('answer')!r}")
-            )
+            return Verdict.wrong(shown, clip(f"base or digits differ from {reference.get('answer')!r}"))
         try:
             return _compare(gold, answer, shown, reference.get("answer"))
         except Exception as exc:  # noqa: BLE001  (the gold parsed: the model's answer broke it)

@@ -170,9 +170,7 @@ def _check_counts(outlines: list[str], threads: list[Span], start: int) -> None:
     if len(threads) < MIN_THREADS:
         raise _Malformed(f"block at {start} has {len(threads)} thread(s); at least {MIN_THREADS}")
     if len(threads) != len(outlines):
-        raise _Malformed(
-            f"block at {start} has {len(outlines)} outlines but {len(threads)} threads"
-        )
+        raise _Malformed(f"block at {start} has {len(outlines)} outlines but {len(threads)} threads")
 
 
 def _unexpected(state: str, tag: str, at: int) -> str:

@@ -131,9 +131,7 @@ class ScienceMCQVerifier:
     def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
         gold = _mcq_gold(reference)
         if gold is None:
-            return Verdict.error(
-                clip(f"unscorable reference: bad MCQ reference {dict(reference)!r}")
-            )
+            return Verdict.error(clip(f"unscorable reference: bad MCQ reference {dict(reference)!r}"))
         letter, n = gold
         found, rule = extract_choice(completion)
         if not found:
@@ -147,9 +145,7 @@ class ScienceMCQVerifier:
         return Verdict.wrong(found[0], f"expected {letter} ({rule})")
 
 
-def shuffle_options(
-    question_options: Sequence[str], gold_index: int, seed: int
-) -> tuple[list[str], str]:
+def shuffle_options(question_options: Sequence[str], gold_index: int, seed: int) -> tuple[list[str], str]:
     """Shuffle options deterministically by ``seed``; return them and the gold's new letter."""
     n = len(question_options)
     if not 2 <= n <= len(LETTERS):
@@ -179,9 +175,7 @@ class ScienceNumericVerifier:
     def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
         gold = parse_quantity(str(reference.get("answer", "")))
         if gold is None:
-            return Verdict.error(
-                clip(f"unscorable reference: no number in {reference.get('answer')!r}")
-            )
+            return Verdict.error(clip(f"unscorable reference: no number in {reference.get('answer')!r}"))
         unit = parse_quantity("0 " + str(reference.get("unit") or "")).unit or gold.unit
         span = final_span(completion)
         text = span.text if span else ""

@@ -157,9 +157,7 @@ def _calls_of_message(message: Mapping[str, Any], done: int) -> list[ToolCall]:
 def _call_from_mapping(data: Any, index: int) -> ToolCall:
     if not isinstance(data, Mapping):
         raise ToolCallFormatError(f"call {index}: expected an object, got {type(data).__name__}")
-    if isinstance(
-        data.get("function"), Mapping
-    ):  # OpenAI/TRL {"type": "function", "function": {...}}
+    if isinstance(data.get("function"), Mapping):  # OpenAI/TRL {"type": "function", "function": {...}}
         data = data["function"]
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
@@ -169,9 +167,7 @@ def _call_from_mapping(data: Any, index: int) -> ToolCall:
         try:
             arguments = _loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
-            raise ToolCallFormatError(
-                f"call {index} ({name}): arguments do not parse: {exc}"
-            ) from None
+            raise ToolCallFormatError(f"call {index} ({name}): arguments do not parse: {exc}") from None
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
@@ -195,21 +191,13 @@ def completion_text(completion: Any) -> str:
     TRL hands conversational completions as messages whose calls sit in ``tool_calls``, not in
     ``content``; joining only the contents would silently drop every call."""
     if not isinstance(completion, list):
-        return (
-            completion
-            if isinstance(completion, str)
-            else ""
-            if completion is None
-            else str(completion)
-        )
+        return completion if isinstance(completion, str) else "" if completion is None else str(completion)
     parts = []
     for message in completion:
         if not isinstance(message, Mapping):
             continue
         content = message.get("content")
-        parts.append(
-            content if isinstance(content, str) else "" if content is None else str(content)
-        )
+        parts.append(content if isinstance(content, str) else "" if content is None else str(content))
         structured = message.get("tool_calls") or []
         if message.get("role") == "assistant" and isinstance(structured, list) and structured:
             try:

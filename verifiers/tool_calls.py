@@ -113,9 +113,7 @@ def check_call(call: ToolCall, doc: Mapping[str, Any], gold: Mapping[str, Any]) 
         # (BFCL's string-as-variable rule, and a few items whose schema disagrees with the gold)
         literal = any(type(o) is type(value) and o == value for o in options)
         if not type_matches(value, schema) and not literal:
-            return (
-                f"{call.name}: {name!r} should be {schema.get('type')}, got {type(value).__name__}"
-            )
+            return f"{call.name}: {name!r} should be {schema.get('type')}, got {type(value).__name__}"
         if not allowed(value, options):
             return clip(f"{call.name}: {name!r}={value!r} not among allowed {options!r}", 200)
     for name, options in gold.items():
@@ -133,9 +131,7 @@ def resolve_name(gold_name: str, docs: Mapping[str, Any]) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-def _pair_error(
-    call: ToolCall, gold: Mapping[str, Any], docs: Mapping[str, Mapping[str, Any]]
-) -> str | None:
+def _pair_error(call: ToolCall, gold: Mapping[str, Any], docs: Mapping[str, Mapping[str, Any]]) -> str | None:
     ((gold_name, gold_params),) = gold.items()
     doc_name = resolve_name(gold_name, docs) or gold_name
     if not (_same_name(call.name, doc_name) or _same_name(call.name, gold_name)):
@@ -197,13 +193,8 @@ class ToolCallsVerifier:
         try:
             docs = {f["name"]: f for f in reference["functions"]}
             golds = list(reference["ground_truth"])
-            if any(
-                not isinstance(g, Mapping) or len(g) != 1 or not resolve_name(next(iter(g)), docs)
-                for g in golds
-            ):
-                return Verdict.error(
-                    "reference ground_truth names a function missing from functions"
-                )
+            if any(not isinstance(g, Mapping) or len(g) != 1 or not resolve_name(next(iter(g)), docs) for g in golds):
+                return Verdict.error("reference ground_truth names a function missing from functions")
         except (KeyError, TypeError) as exc:
             return Verdict.error(clip(f"unscorable tool_calls reference: {exc!r}"))
         try:

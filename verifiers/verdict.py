@@ -47,9 +47,7 @@ class Verdict:
         }
 
     @classmethod
-    def correct(
-        cls, extracted: str | None = None, details: str = "", score: float = 1.0
-    ) -> Verdict:
+    def correct(cls, extracted: str | None = None, details: str = "", score: float = 1.0) -> Verdict:
         return cls(score, Status.CORRECT, extracted, details)
 
     @classmethod

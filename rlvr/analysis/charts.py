@@ -70,9 +70,12 @@ def kl_figure(points: Sequence[tuple[str, float, float | None]], path: Path) -> 
 
 
 def judge_figure(
-    labels: Sequence[str], accuracy: Sequence[Sequence[float | None]], series: Sequence[str],
-    base_rate: Sequence[float | None], path: Path,
-) -> Path:  # fmt: skip
+    labels: Sequence[str],
+    accuracy: Sequence[Sequence[float | None]],
+    series: Sequence[str],
+    base_rate: Sequence[float | None],
+    path: Path,
+) -> Path:
     """Judge accuracy per model, one bar per (domain, mode) series; base rates as dashes."""
     plt = _pyplot()
     k = max(1, len(series))
@@ -84,8 +87,14 @@ def judge_figure(
         ys = [100 * (row[j] or 0.0) for row in accuracy]
         ax.bar(xs, ys, width, label=name, color=colors[j % len(colors)])
         if base_rate[j] is not None:
-            ax.hlines(100 * base_rate[j], xs[0] - width, xs[-1] + width, colors=[colors[j % len(colors)]],
-                      linestyles="dashed", lw=0.8)  # fmt: skip
+            ax.hlines(
+                100 * base_rate[j],
+                xs[0] - width,
+                xs[-1] + width,
+                colors=[colors[j % len(colors)]],
+                linestyles="dashed",
+                lw=0.8,
+            )
     ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
     ax.set_ylabel("judge accuracy (%); dashed: base rate")
     ax.set_title("Self-verification", fontsize=9)

@@ -43,9 +43,7 @@ class Skills:
     roles: dict[str, str]
 
     def gains(self, label: str) -> list[float | None]:
-        return [
-            None if s is None else s - b for s, b in zip(self.scores[label], self.sft, strict=True)
-        ]
+        return [None if s is None else s - b for s, b in zip(self.scores[label], self.sft, strict=True)]
 
     def newly_solved(self, label: str, solved_at: float) -> set[int]:
         return {
@@ -84,9 +82,7 @@ def cosine(a: Sequence[float | None], b: Sequence[float | None]) -> float | None
     return dot / (na * nb) if na > 0 and nb > 0 else None
 
 
-def inherited_gain(
-    gain: Sequence[float | None], expert_gains: Sequence[Sequence[float | None]]
-) -> float | None:
+def inherited_gain(gain: Sequence[float | None], expert_gains: Sequence[Sequence[float | None]]) -> float | None:
     """The share of the positive gain that some expert shows on the same items (None: no gain)."""
     total = shared = 0.0
     for i, g in enumerate(gain):
@@ -117,17 +113,21 @@ class Consistency:
                 out.append((label, role, len(newly), None, None, None, None, None))
                 continue
             experts = experts_for(self.skills, label)
-            by_experts = set().union(
-                *(self.skills.newly_solved(x, self.solved_at) for x in experts)
-            )
+            by_experts = set().union(*(self.skills.newly_solved(x, self.solved_at) for x in experts))
             inherited = len(newly & by_experts)
-            gains = inherited_gain(
-                self.skills.gains(label), [self.skills.gains(x) for x in experts]
+            gains = inherited_gain(self.skills.gains(label), [self.skills.gains(x) for x in experts])
+            out.append(
+                (
+                    label,
+                    role,
+                    len(newly),
+                    inherited,
+                    len(newly) - inherited,
+                    _percent(inherited, len(newly)),
+                    _percent(len(newly) - inherited, len(newly)),
+                    None if gains is None else 100.0 * gains,
+                )
             )
-            out.append((label, role, len(newly), inherited, len(newly) - inherited,
-                        _percent(inherited, len(newly)),
-                        _percent(len(newly) - inherited, len(newly)),
-                        None if gains is None else 100.0 * gains))  # fmt: skip
         return out
 
     def cosine_rows(self) -> list[tuple]:
@@ -161,7 +161,7 @@ class SkillConsistency:
                 "inherited %",
                 "new %",
                 "gain inherited %",
-            ),  # fmt: skip
+            ),
             tuple(r.rows()),
             (
                 f"{len(s.items)} held-out items; SFT solves {sum(b >= r.solved_at for b in s.sft)}; "

@@ -49,10 +49,7 @@ class Evaluations:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
     def model_path(self, result: ModelResult) -> str:
-        return str(
-            result.info.get("path")
-            or result.summaries[next(iter(result.summaries))].get("model_path")
-        )
+        return str(result.info.get("path") or result.summaries[next(iter(result.summaries))].get("model_path"))
 
 
 def load(root: Path, analysis: str, roles: dict[str, str] | None = None) -> Evaluations:

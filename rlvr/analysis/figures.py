@@ -35,8 +35,7 @@ def _heatmap(ax, values: torch.Tensor, labels: Sequence[str], title: str, vmin: 
             v = data[i, j]
             text = "–" if math.isnan(v) else f"{v:.2f}"
             dark = not math.isnan(v) and abs(v) > 0.6
-            ax.text(j, i, text, ha="center", va="center", fontsize=size,
-                    color="white" if dark else "black")  # fmt: skip
+            ax.text(j, i, text, ha="center", va="center", fontsize=size, color="white" if dark else "black")
     return image
 
 
@@ -49,8 +48,7 @@ def footprint_figure(r: FootprintResult, path: Path) -> Path:
     lower = torch.tril(torch.ones(k, k, dtype=torch.bool), diagonal=-1)
     shown = torch.where(lower, rand, jac)
     fig, (left, right) = plt.subplots(1, 2, figsize=(6 + 0.9 * k, 3 + 0.3 * k))
-    image = _heatmap(left, shown, r.labels, "Jaccard of changed weights\n(below: random masks)",
-                     0.0, "viridis")  # fmt: skip
+    image = _heatmap(left, shown, r.labels, "Jaccard of changed weights\n(below: random masks)", 0.0, "viridis")
     fig.colorbar(image, ax=left, shrink=0.7)
     groups = ["all", *r.sizes]
     width = 0.8 / max(1, k)

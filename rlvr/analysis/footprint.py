@@ -43,9 +43,7 @@ def module_group(name: str) -> str:
     return "other"
 
 
-def changed_mask(
-    base: torch.Tensor, models: torch.Tensor, delta: torch.Tensor, eta: float
-) -> torch.Tensor:
+def changed_mask(base: torch.Tensor, models: torch.Tensor, delta: torch.Tensor, eta: float) -> torch.Tensor:
     """(k, n) bool: the paper's rule, for ``models`` (k, n) against ``base`` (n,)."""
     scale = torch.maximum(models.abs(), base.abs()).mul_(eta)
     return delta.abs() > scale
@@ -134,8 +132,7 @@ class Footprint:
 def share_table(r: FootprintResult, eta: float) -> Table:
     total = r.density()
     rows = tuple(
-        (label, role, 100 * float(total[i]))
-        + tuple(100 * float(r.changed[g][i]) / r.sizes[g] for g in r.sizes)
+        (label, role, 100 * float(total[i])) + tuple(100 * float(r.changed[g][i]) / r.sizes[g] for g in r.sizes)
         for i, (label, role) in enumerate(zip(r.labels, r.roles, strict=True))
     )
     sizes = ", ".join(f"{g} {n:,}" for g, n in r.sizes.items())
@@ -144,10 +141,7 @@ def share_table(r: FootprintResult, eta: float) -> Table:
         "Update footprint: parameters changed from SFT (%)",
         ("model", "role", "changed %", *(f"{g} %" for g in r.sizes)),
         rows,
-        (
-            f"changed: |w - w_sft| > {eta:g} * max(|w|, |w_sft|); parameters: {r.params:,} "
-            f"({sizes})",
-        ),
+        (f"changed: |w - w_sft| > {eta:g} * max(|w|, |w_sft|); parameters: {r.params:,} ({sizes})",),
     )
 
 

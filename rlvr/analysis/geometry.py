@@ -85,10 +85,7 @@ def cosine_table(r: GeometryResult, dim: int) -> Table:
             e, a = _value(exact[i, j]), _value(approx[i, j])
             diff = None if e is None or a is None else a - e
             rows.append((r.labels[i], r.labels[j], e, a, diff))
-    norms = ", ".join(
-        f"{label} {math.sqrt(max(0.0, float(r.gram[i, i]))):.4g}"
-        for i, label in enumerate(r.labels)
-    )
+    norms = ", ".join(f"{label} {math.sqrt(max(0.0, float(r.gram[i, i]))):.4g}" for i, label in enumerate(r.labels))
     return Table(
         "geometry",
         f"Task-vector cosines (model - SFT): exact, and after a random projection to {dim} dims",

@@ -65,9 +65,7 @@ def resolve(study: Path, base: str | None, entries: Sequence[str]) -> tuple[Path
     """The SFT model and the models to compare with it; fail naming the fix when absent."""
     sft = Path(base).expanduser() if base else study / "sft" / "final"
     if not _is_model(sft):
-        raise ConfigError(
-            f"no SFT model at {sft}: set analyze.base=<folder> or run the study's sft stage"
-        )
+        raise ConfigError(f"no SFT model at {sft}: set analyze.base=<folder> or run the study's sft stage")
     models = parse(entries) if entries else discover(study)
     if not models:
         raise ConfigError(

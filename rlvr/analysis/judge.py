@@ -47,16 +47,12 @@ class Labelled:
 
 def check(c: JudgeConfig) -> None:
     if c.scoring not in SCORINGS:
-        raise ConfigError(
-            f"analyze.judge.scoring: unknown {c.scoring!r}; known: {', '.join(SCORINGS)}"
-        )
+        raise ConfigError(f"analyze.judge.scoring: unknown {c.scoring!r}; known: {', '.join(SCORINGS)}")
     if bad := [m for m in c.modes if m not in MODES]:
         raise ConfigError(f"analyze.judge.modes: unknown {bad}; known: {', '.join(MODES)}")
     for mode in c.modes:
         if mode not in c.templates:
-            raise ConfigError(
-                f"analyze.judge.templates.{mode} is missing (see conf/analyze/default.yaml)"
-            )
+            raise ConfigError(f"analyze.judge.templates.{mode} is missing (see conf/analyze/default.yaml)")
         try:
             c.templates[mode].format(question="", answer="", completion="")
         except (KeyError, IndexError, ValueError) as err:
@@ -108,9 +104,10 @@ def draw(evals: Evaluations, run: RunConfig) -> dict[str, list[Labelled]]:
                         "",
                     )
                     pools.setdefault(domain, []).append(
-                        Labelled(domain, question, rec.get("extracted") or "", rec["completion"],
-                                 rec["status"] == "correct")
-                    )  # fmt: skip
+                        Labelled(
+                            domain, question, rec.get("extracted") or "", rec["completion"], rec["status"] == "correct"
+                        )
+                    )
     out = {}
     for domain, pool in pools.items():
         rng.shuffle(pool)
@@ -149,9 +146,7 @@ class SelfVerification:
             from rlvr.analysis.judge_odds import verdict_log_odds, verdict_tokens
 
             right, wrong = verdict_tokens(tokenizer, c.correct_words, c.wrong_words)
-            ids = prompt_ids(
-                tokenizer, [prompt(x, mode, c) for x in items], ChatFormat.of(self.run.model)
-            )
+            ids = prompt_ids(tokenizer, [prompt(x, mode, c) for x in items], ChatFormat.of(self.run.model))
             odds = verdict_log_odds(model, tokenizer, ids, right, wrong, c.batch_size)
             return [o > 0 for o in odds]
         decoding = Decoding(greedy=True, max_new_tokens=c.max_new_tokens)
@@ -184,18 +179,14 @@ class SelfVerification:
                     unparseable += bad
                     every[0].extend(items), every[1].extend(judged)
                 says = 100.0 * sum(j is True for j in every[1]) / len(every[1])
-                rows.append(
-                    (r.label, r.role, mode, *cells, 100.0 * score(*every)[0], says, unparseable)
-                )
+                rows.append((r.label, r.role, mode, *cells, 100.0 * score(*every)[0], says, unparseable))
             del model
         return rows
 
     def write(self, out_dir: Path) -> Output:
         pools = draw(self.evals, self.run)
         if not pools:
-            raise ConfigError(
-                "analyze.judge: no evaluation samples of analyze.judge.sources to judge"
-            )
+            raise ConfigError("analyze.judge: no evaluation samples of analyze.judge.sources to judge")
         items = [x for pool in pools.values() for x in pool]
         rates = [100.0 * sum(x.correct for x in p) / len(p) for p in pools.values()]
         overall = 100.0 * sum(x.correct for x in items) / len(items)
@@ -221,7 +212,5 @@ class SelfVerification:
         for row in rows[1:]:
             by_model.setdefault(row[0], []).extend(v / 100.0 for v in row[3 : 3 + len(pools)])
         base = [r / 100.0 for _ in self.run.analyze.judge.modes for r in rates]
-        figure = judge_figure(
-            list(by_model), list(by_model.values()), series, base, out_dir / "judge.png"
-        )
+        figure = judge_figure(list(by_model), list(by_model.values()), series, base, out_dir / "judge.png")
         return Output(self.name, (table,), (figure,))

@@ -43,11 +43,19 @@ def model_kl(model, sft, tokenizer, rows_by_domain: dict[str, list[dict]], run: 
     out = {}
     for domain, rows in rows_by_domain.items():  # one domain per call: identical batches
         out.update(
-            heldout_kl(model, {domain: sft}, tokenizer, rows, samples=k.samples,
-                       max_new_tokens=k.max_new_tokens, temperature=k.temperature,
-                       seed=run.analyze.seed, batch_size=k.batch_size,
-                       chat=ChatFormat.of(run.model))
-        )  # fmt: skip
+            heldout_kl(
+                model,
+                {domain: sft},
+                tokenizer,
+                rows,
+                samples=k.samples,
+                max_new_tokens=k.max_new_tokens,
+                temperature=k.temperature,
+                seed=run.analyze.seed,
+                batch_size=k.batch_size,
+                chat=ChatFormat.of(run.model),
+            )
+        )
     return out
 
 
@@ -57,18 +65,14 @@ class PolicyKL:
     def __init__(self, run: RunConfig, evals: Evaluations) -> None:
         k = run.analyze.kl
         if not (k.prompts >= 1 and k.samples >= 1 and k.max_new_tokens >= 1 and k.temperature > 0):
-            raise ConfigError(
-                "analyze.kl.prompts, samples and max_new_tokens must be >= 1 and temperature > 0"
-            )
+            raise ConfigError("analyze.kl.prompts, samples and max_new_tokens must be >= 1 and temperature > 0")
         self.run, self.evals = run, evals
         self.models = [r for r in evals.results if r.role != "sft"]
 
     def rows_by_domain(self) -> dict[str, list[dict]]:
         out: dict[str, list[dict]] = {}
         for domain, bench in self.evals.benchmarks:
-            out.setdefault(domain, []).extend(
-                heldout_rows(self.run, bench, self.run.analyze.kl.prompts)
-            )
+            out.setdefault(domain, []).extend(heldout_rows(self.run, bench, self.run.analyze.kl.prompts))
         return out
 
     def measure(self) -> list[tuple]:
@@ -89,17 +93,11 @@ class PolicyKL:
             tokens = sum(v["tokens"] for v in kl.values())
             mean = sum(v["kl"] * v["tokens"] for v in kl.values()) / tokens if tokens else None
             mine = domain_scores(r, benches, metric)
-            gains = [
-                mine[d] - base[d] for d in kl if mine.get(d) is not None and base.get(d) is not None
-            ]
+            gains = [mine[d] - base[d] for d in kl if mine.get(d) is not None and base.get(d) is not None]
             gain = sum(gains) / len(gains) if gains else None
             per = (1e3 * kl[d]["kl"] for d in rows)  # millinats: tiny models move little
-            out.append(
-                (r.label, r.role, None if mean is None else 1e3 * mean, int(tokens), gain, *per)
-            )
-            log.info(
-                "kl %s: %.4g per token (%.1f s)", r.label, mean or 0.0, time.perf_counter() - start
-            )
+            out.append((r.label, r.role, None if mean is None else 1e3 * mean, int(tokens), gain, *per))
+            log.info("kl %s: %.4g per token (%.1f s)", r.label, mean or 0.0, time.perf_counter() - start)
         return out
 
     def write(self, out_dir: Path) -> Output:

@@ -59,8 +59,19 @@ class Neighbourhood:
                 merged = _score(pair, benches, x, self.metric)
                 own = _score(ex, benches, x, self.metric)
                 base = _score(sft, benches, x, self.metric)
-                out.append((x, y, seed, base, own, _score(ey, benches, x, self.metric), merged,
-                            _diff(merged, own), _diff(merged, base)))  # fmt: skip
+                out.append(
+                    (
+                        x,
+                        y,
+                        seed,
+                        base,
+                        own,
+                        _score(ey, benches, x, self.metric),
+                        merged,
+                        _diff(merged, own),
+                        _diff(merged, base),
+                    )
+                )
         rank = {d: i for i, d in enumerate(DOMAINS)}
         return sorted(out, key=lambda r: (rank.get(r[0], 99), rank.get(r[1], 99), r[2] or 0))
 
@@ -79,8 +90,7 @@ class Neighbourhood:
         rows = self.rows()
         table = Table(
             "neighbourhood",
-            f"Policy neighbourhood: expert A merged with expert B, scored on A's domain "
-            f"({self.metric}, %)",
+            f"Policy neighbourhood: expert A merged with expert B, scored on A's domain ({self.metric}, %)",
             (
                 "A (domain scored)",
                 "B (merged in)",
@@ -91,7 +101,7 @@ class Neighbourhood:
                 "merge(A, B)",
                 "merge - expert A",
                 "merge - SFT",
-            ),  # fmt: skip
+            ),
             tuple(rows),
             ("asymmetric: (A, B) and (B, A) are the same merge scored on different domains",),
         )

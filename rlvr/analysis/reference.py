@@ -41,9 +41,7 @@ class Reference:
     projected: torch.Tensor  # (k, m)
 
 
-def analyse(
-    sft: Path, models: Sequence[Path], eta: float = 1e-3, dim: int = 256, seed: int = 0
-) -> Reference:
+def analyse(sft: Path, models: Sequence[Path], eta: float = 1e-3, dim: int = 256, seed: int = 0) -> Reference:
     """Footprint counts, overlaps, Gram matrix and projection of whole models at once."""
     base = load_flat(sft)
     stacked = torch.stack([load_flat(m, base.names).vector for m in models])
@@ -51,15 +49,9 @@ def analyse(
     mask = changed_mask(base.vector, stacked, delta, eta)
     group_of = torch.tensor([GROUPS.index(module_group(n)) for n in base.names])
     groups = group_of.repeat_interleave(torch.tensor(base.sizes))
-    changed = {
-        g: mask[:, groups == i].sum(dim=1).double()
-        for i, g in enumerate(GROUPS)
-        if (groups == i).any()
-    }
+    changed = {g: mask[:, groups == i].sum(dim=1).double() for i, g in enumerate(GROUPS) if (groups == i).any()}
     d64 = delta.double()
-    code = torch.cat(
-        [codes(seed, n, 0, s, dim) for n, s in zip(base.names, base.sizes, strict=True)]
-    )
+    code = torch.cat([codes(seed, n, 0, s, dim) for n, s in zip(base.names, base.sizes, strict=True)])
     code = code.long()
     signed = torch.stack([torch.bincount(code, weights=row, minlength=2 * dim) for row in d64])
     counts = torch.bincount(code, minlength=2 * dim).double()

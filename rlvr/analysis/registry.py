@@ -70,9 +70,7 @@ def check(cfg: AnalyzeConfig) -> None:
     if bad := [n for n in cfg.analyses if n not in known()]:
         raise ConfigError(f"analyze.analyses: unknown {bad}; known: {', '.join(known())}")
     if not (cfg.eta > 0 and cfg.projection_dim >= 1 and cfg.chunk_elements >= 1):
-        raise ConfigError(
-            "analyze.eta, analyze.projection_dim and analyze.chunk_elements must be positive"
-        )
+        raise ConfigError("analyze.eta, analyze.projection_dim and analyze.chunk_elements must be positive")
 
 
 def weight_names(cfg: AnalyzeConfig) -> list[str]:

@@ -27,11 +27,7 @@ def analyze_stage(ctx: PlanContext) -> tuple[list[Stage], list[ModelRef]]:
 
     run = ctx.run
     models = [*ctx.experts.values(), *ctx.mixed.values(), *ctx.merges, *ctx.extra_models]
-    wanted = [
-        n
-        for n in run.analyze.analyses
-        if n != "neighbourhood" or "neighbourhood" in run.study.stages
-    ]
+    wanted = [n for n in run.analyze.analyses if n != "neighbourhood" or "neighbourhood" in run.study.stages]
     out = ctx.root / "analysis"
     overrides = (
         f"analyze.study_dir={quote(str(ctx.root))}",
@@ -50,9 +46,15 @@ def analyze_stage(ctx: PlanContext) -> tuple[list[Stage], list[ModelRef]]:
     # exclusive: all cores (its KL and judge forwards use them); it waits for every
     # evaluation anyway when it reads their outputs, so it runs last and alone
     stage = Stage(
-        "analyze", "analyze", "rlvr.analyze", overrides, tuple(deps), out, outputs,
+        "analyze",
+        "analyze",
+        "rlvr.analyze",
+        overrides,
+        tuple(deps),
+        out,
+        outputs,
         exclusive=True,
-    )  # fmt: skip
+    )
     return [stage], []
 
 

@@ -86,11 +86,7 @@ def _tensor_files(folder: Path) -> dict[str, Path]:
         return {name: folder / file for name, file in weight_map.items()}
     files = sorted(folder.glob("*.safetensors"))
     if not files:
-        hint = (
-            " (a LoRA adapter: merge it into its base first)"
-            if (folder / "adapter_config.json").is_file()
-            else ""
-        )
+        hint = " (a LoRA adapter: merge it into its base first)" if (folder / "adapter_config.json").is_file() else ""
         raise ConfigError(f"{folder} holds no safetensors weights{hint}; analyses read full models")
     where: dict[str, Path] = {}
     for path in files:
@@ -137,9 +133,7 @@ def check_aligned(base: ShardedWeights, models: Sequence[ShardedWeights]) -> lis
     return names
 
 
-def stream(
-    base: ShardedWeights, models: Sequence[ShardedWeights], chunk_elements: int = 1 << 21
-) -> Iterator[Chunk]:
+def stream(base: ShardedWeights, models: Sequence[ShardedWeights], chunk_elements: int = 1 << 21) -> Iterator[Chunk]:
     """Every float tensor of the SFT model, in name order, slice by slice across all models."""
     for name in check_aligned(base, models):
         for start, stop, offset in row_slices(base.shapes[name], chunk_elements):

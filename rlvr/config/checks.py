@@ -79,9 +79,7 @@ def validate(run: RunConfig, check_paths: bool = True) -> None:
         if value not in allowed:
             raise ConfigError(f"{key}={value!r} is not valid; choose one of: {', '.join(allowed)}")
     if not run.domains:
-        raise ConfigError(
-            f"no domains selected; pass e.g. domains=[math]; valid: {', '.join(DOMAINS)}"
-        )
+        raise ConfigError(f"no domains selected; pass e.g. domains=[math]; valid: {', '.join(DOMAINS)}")
     for name, dc in run.domains.items():
         if name not in DOMAINS:
             raise ConfigError(f"unknown domain {name!r}; valid domains: {', '.join(DOMAINS)}")
@@ -139,9 +137,7 @@ def _check_positive(run: RunConfig) -> None:
     if bad := [key for key, n in sft_counts.items() if n < 0]:
         raise ConfigError(f"{', '.join(bad)}: an SFT example count cannot be negative")
     if unknown := sorted(set(run.sft.domain_examples) - set(DOMAINS)):
-        raise ConfigError(
-            f"sft.domain_examples: unknown domains {unknown}; valid domains: {', '.join(DOMAINS)}"
-        )
+        raise ConfigError(f"sft.domain_examples: unknown domains {unknown}; valid domains: {', '.join(DOMAINS)}")
     if run.trainer.use_vllm and run.trainer.vllm_mode == "server":
         if run.trainer.vllm_server_devices < 1:
             raise ConfigError(
@@ -151,9 +147,7 @@ def _check_positive(run: RunConfig) -> None:
     if run.mixture.mode == "weighted" and run.mixture.schedule.kind == "none":
         bad = {d: c.weight for d, c in run.domains.items() if c.weight < 0}
         if bad or sum(c.weight for c in run.domains.values()) <= 0:
-            raise ConfigError(
-                f"mixture=weighted needs non-negative weights with a positive sum: {bad}"
-            )
+            raise ConfigError(f"mixture=weighted needs non-negative weights with a positive sum: {bad}")
 
 
 def check_sft_schedule(run: RunConfig) -> None:
@@ -184,8 +178,7 @@ def mixture_adaptive(run: RunConfig):
 
     if run.mixture.schedule.kind != "none":
         raise ConfigError(
-            "mixture.mode=adaptive sets the weights itself: drop mixture.schedule "
-            "(mixture.schedule.kind=none)"
+            "mixture.mode=adaptive sets the weights itself: drop mixture.schedule (mixture.schedule.kind=none)"
         )
     a = run.mixture.adaptive
     settings = AdaptiveSettings(a.signal, a.exploration, a.temperature, a.floor, a.window, a.lag)
@@ -225,8 +218,7 @@ def mixture_schedule(run: RunConfig) -> MixtureSchedule | None:
         raise ConfigError(f"mixture.schedule: {err}") from None
     if late := [s for s in schedule.steps if s >= run.trainer.max_steps > 0]:
         log.warning(
-            "mixture.schedule: points at steps %s come at or after trainer.max_steps=%d and "
-            "are never reached",
+            "mixture.schedule: points at steps %s come at or after trainer.max_steps=%d and are never reached",
             late,
             run.trainer.max_steps,
         )
@@ -283,9 +275,7 @@ def check_filter(c: FilterConfig) -> None:
     if c.temperature <= 0 or not 0 < c.top_p <= 1:
         raise ConfigError("filter.temperature must be > 0 and filter.top_p in (0, 1]")
     if c.max_new_tokens is not None and c.max_new_tokens < 1:
-        raise ConfigError(
-            "filter.max_new_tokens must be >= 1 (or null: algo.max_completion_length)"
-        )
+        raise ConfigError("filter.max_new_tokens must be >= 1 (or null: algo.max_completion_length)")
 
 
 def check_parallel_reward(run: RunConfig) -> None:

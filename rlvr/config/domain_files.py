@@ -65,10 +65,7 @@ def check_domain_files(run: RunConfig, check_paths: bool = True) -> None:
         for task, paths in files.items():
             key = f"domains.{name}.data_files.{task}"
             if task not in tasks:
-                raise ConfigError(
-                    f"{key}: {task!r} is not a task of domain {name!r}; its tasks: "
-                    f"{', '.join(tasks)}"
-                )
+                raise ConfigError(f"{key}: {task!r} is not a task of domain {name!r}; its tasks: {', '.join(tasks)}")
             if not paths:
                 raise ConfigError(f"{key} is empty; give at least one file or drop the key")
             for path in paths:

@@ -18,9 +18,7 @@ def check_k_by_task(e: EvalConfig) -> None:
     the whole map, so keys outside the stage's tasks are unused, not wrong.
     """
     if bad := {t: k for t, k in e.k_by_task.items() if not isinstance(k, int) or k < 1}:
-        raise ConfigError(
-            f"eval.k_by_task: {bad}: K is the number of samples per prompt, an integer >= 1"
-        )
+        raise ConfigError(f"eval.k_by_task: {bad}: K is the number of samples per prompt, an integer >= 1")
     unknown = [t for t in e.k_by_task if t not in e.tasks]
     if unknown and (bad_names := [t for t in unknown if t not in _known_benchmarks()]):
         raise ConfigError(

@@ -53,9 +53,7 @@ class AdaptiveSettings:
         if self.temperature <= 0:
             problems.append(f"temperature={self.temperature} (must be > 0)")
         if not 0 <= self.floor * n_domains < 1:
-            problems.append(
-                f"floor={self.floor} (need 0 <= floor < 1/{n_domains} for {n_domains} domains)"
-            )
+            problems.append(f"floor={self.floor} (need 0 <= floor < 1/{n_domains} for {n_domains} domains)")
         if self.window < 1 or self.lag < 1:
             problems.append(f"window={self.window}, lag={self.lag} (both must be >= 1)")
         if problems:
@@ -71,9 +69,7 @@ Report = Mapping[str, tuple[float, int]]  # domain -> (signal sum, completions)
 class AdaptiveWeights:
     """Domain shares per batch from the reports of earlier batches (see the module docstring)."""
 
-    def __init__(
-        self, domains: Sequence[str], initial: Sequence[float], settings: AdaptiveSettings
-    ) -> None:
+    def __init__(self, domains: Sequence[str], initial: Sequence[float], settings: AdaptiveSettings) -> None:
         settings.check(len(domains))
         total = sum(initial)
         if len(initial) != len(domains) or min(initial, default=0) <= 0 or total <= 0:
@@ -130,8 +126,7 @@ class AdaptiveWeights:
         total = sum(counts.values())
         bonus_log = 2.0 * math.log(max(total, 2))
         scores = [
-            (sums[d] / counts[d] if counts[d] else 0.0)
-            + cfg.exploration * math.sqrt(bonus_log / max(counts[d], 1))
+            (sums[d] / counts[d] if counts[d] else 0.0) + cfg.exploration * math.sqrt(bonus_log / max(counts[d], 1))
             for d in self.domains
         ]
         top = max(scores)
@@ -150,25 +145,19 @@ class AdaptiveWeights:
         return {"settings": self.settings.describe(), "domains": self.domains, "reports": kept}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        if (
-            state.get("settings") != self.settings.describe()
-            or state.get("domains") != self.domains
-        ):
+        if state.get("settings") != self.settings.describe() or state.get("domains") != self.domains:
             raise ValueError(
                 "adaptive mixture state was saved with other domains or mixture.adaptive "
                 f"settings ({state.get('domains')}, {state.get('settings')}); resume with the "
                 "settings that saved it"
             )
         self.reports = {
-            int(b): {d: (float(v[0]), int(v[1])) for d, v in r.items()}
-            for b, r in state["reports"].items()
+            int(b): {d: (float(v[0]), int(v[1])) for d, v in r.items()} for b, r in state["reports"].items()
         }
         self._shares = {}
 
 
-def batch_report(
-    domains: Sequence[str], advantages: Sequence[float], signal: str
-) -> dict[str, tuple[float, int]]:
+def batch_report(domains: Sequence[str], advantages: Sequence[float], signal: str) -> dict[str, tuple[float, int]]:
     """One batch's (signal sum, completions) per domain from each completion's domain and
     advantage (this process's share of the batch; sum the reports over processes)."""
     out: dict[str, tuple[float, int]] = {}

@@ -51,9 +51,7 @@ def prepare_tokenizer(tokenizer: Any) -> Any:
     ``<tool_call>`` blocks with; other tokenizers are left to TRL's known-template table."""
     from rlvr.models.tiny import CHAT_TEMPLATE, RESPONSE_TEMPLATE
 
-    if getattr(tokenizer, "response_template", None) is None and (
-        tokenizer.chat_template == CHAT_TEMPLATE
-    ):
+    if getattr(tokenizer, "response_template", None) is None and (tokenizer.chat_template == CHAT_TEMPLATE):
         tokenizer.response_template = RESPONSE_TEMPLATE
     return tokenizer
 
@@ -81,9 +79,7 @@ def live_verdict(environment: Any, text: str, format_gate: bool) -> Verdict | No
         log.warning("episode scoring raised %s: %s", type(exc).__name__, exc)
         return Verdict.error(clip(f"episode scoring raised {type(exc).__name__}: {exc}"))
     if verdict is not None and format_gate and not passes_format_gate(text):
-        return Verdict.format_error(
-            "no </think>: the format gate requires a closed reasoning section"
-        )
+        return Verdict.format_error("no </think>: the format gate requires a closed reasoning section")
     return verdict
 
 

@@ -96,9 +96,7 @@ class MixtureSampler:
         if mode not in MODES:
             raise ValueError(f"unknown mixture mode {mode!r}; valid modes: {', '.join(MODES)}")
         if min(mini_repeat_count, batch_size, repeat_count, steps_per_batch) < 1:
-            raise ValueError(
-                "mini_repeat_count, batch_size, repeat_count and steps_per_batch must be >= 1"
-            )
+            raise ValueError("mini_repeat_count, batch_size, repeat_count and steps_per_batch must be >= 1")
         if schedule is not None and (mode != "weighted" or weights):
             raise ValueError("a mixture schedule needs mode 'weighted' and no fixed weights")
         if (mode == "adaptive") != (adaptive is not None) or (adaptive and (weights or schedule)):
@@ -114,25 +112,18 @@ class MixtureSampler:
         self.num_samples = len(domains)
         self.num_batches = self.num_samples // batch_size if num_batches is None else num_batches
         if self.num_batches < 1:
-            raise ValueError(
-                f"{self.num_samples} rows cannot fill one batch of {batch_size} prompts"
-            )
+            raise ValueError(f"{self.num_samples} rows cannot fill one batch of {batch_size} prompts")
         if adaptive is not None:
             weights = dict(zip(adaptive.domains, adaptive.initial, strict=True))
         self.domain_names, self.weights, self._pools = _pools(domains, mode, weights, schedule)
         if adaptive is not None and self.domain_names != sorted(adaptive.domains):
-            raise ValueError(
-                f"adaptive mixture domains {adaptive.domains} differ from the rows' "
-                f"{self.domain_names}"
-            )
+            raise ValueError(f"adaptive mixture domains {adaptive.domains} differ from the rows' {self.domain_names}")
         self._perm_cache: dict[tuple[int, int], list[int]] = {}
         # most prompts one batch takes from a pool; natural batches never straddle epochs
         peaks = self._scheduled_shares(None) if schedule else self.weights
         if adaptive is not None:  # any domain may take all seats but the others' floors
             peaks = [1.0 - (len(peaks) - 1) * adaptive.settings.floor] * len(peaks)
-        self._max_quota = [
-            0 if mode == "natural" else math.ceil(batch_size * w - 1e-9) for w in peaks
-        ]
+        self._max_quota = [0 if mode == "natural" else math.ceil(batch_size * w - 1e-9) for w in peaks]
         self._cursor = _Cursor()
         self._reset_cursor()
         self._offset = 0  # indices of the current batch already yielded
@@ -361,9 +352,7 @@ def _pools(
         by_domain.setdefault(d, []).append(i)
     missing = [d for d, w in weights.items() if w > 0 and d not in by_domain]
     if missing:
-        raise ValueError(
-            f"mixture weights name domains with no rows: {missing}; present: {sorted(by_domain)}"
-        )
+        raise ValueError(f"mixture weights name domains with no rows: {missing}; present: {sorted(by_domain)}")
     unweighted = sorted(set(by_domain) - {d for d, w in weights.items() if w > 0})
     if unweighted:
         log.info("mixture: rows of %s have no weight and are never sampled", unweighted)

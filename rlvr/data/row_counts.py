@@ -113,9 +113,7 @@ def count_task(run: RunConfig, domain: str, task: str, pending: Sequence[Path] =
     if spec.read is not None:
         return TaskRows(task, size, "generated")
     if spec.hub_id and _hub_placeholders_only(spec):
-        return TaskRows(
-            task, 0, f"on the Hub: {spec.hub_id}, placeholders only", _blend_fix(domain)
-        )
+        return TaskRows(task, 0, f"on the Hub: {spec.hub_id}, placeholders only", _blend_fix(domain))
     if spec.hub_id:
         return TaskRows(task, None, f"on the Hub: {spec.hub_id}, not counted")
     return TaskRows(task, 0, "no source", f"{task} names no local file or Hub id")
@@ -176,9 +174,7 @@ def _loaded(run: RunConfig, domain: str, task: str, where: str) -> TaskRows:
 
     quality = QualityLog()
     try:
-        rows = load_task(
-            run, domain, task, split="train", n=run.mixture.train_size, quality=quality
-        )
+        rows = load_task(run, domain, task, split="train", n=run.mixture.train_size, quality=quality)
     except (OSError, ValueError, KeyError) as err:
         raise ConfigError(
             f"domains.{domain}: {task}'s training rows cannot be read ({type(err).__name__}: "
@@ -209,9 +205,7 @@ def _workbench_missing(spec) -> str | None:
     folder = workbench_data.database_dir()
     if not workbench_data.missing_files(folder):
         return None
-    return f"every row replays in the workbench, whose tables are not at {folder}: " + (
-        workbench_data.SOURCE_HINT
-    )
+    return f"every row replays in the workbench, whose tables are not at {folder}: " + (workbench_data.SOURCE_HINT)
 
 
 def _hub_placeholders_only(spec) -> bool:

@@ -46,9 +46,7 @@ def load_task(
     if task.startswith(MICRO_PREFIX):
         from tasks import micro
 
-        rows = micro.generate(
-            task[len(MICRO_PREFIX) :], n, seed=seed, difficulty=difficulty, split=split
-        )
+        rows = micro.generate(task[len(MICRO_PREFIX) :], n, seed=seed, difficulty=difficulty, split=split)
         if quality is not None:
             counts = quality.counts(f"{task}/{split}")
             counts.read += len(rows)
@@ -81,9 +79,7 @@ def build_domain_data(run: RunConfig) -> dict[str, DomainData]:
         train_ids = {r["id"] for r in train}
         overlap = [r["id"] for r in heldout if r["id"] in train_ids]
         if overlap:
-            raise RuntimeError(
-                f"{domain}: {len(overlap)} held-out rows also in training, e.g. {overlap[:3]}"
-            )
+            raise RuntimeError(f"{domain}: {len(overlap)} held-out rows also in training, e.g. {overlap[:3]}")
         out[domain] = DomainData(train=train, heldout=heldout)
         log.info("domain %s: %d train rows, %d held-out rows", domain, len(train), len(heldout))
     return out
@@ -113,9 +109,7 @@ def sft_examples(run: RunConfig, seed: int) -> list[dict[str, Any]]:
         rows = [
             row
             for name, count in zip(names, _even_split(n, len(names)), strict=True)
-            for row in micro.generate(
-                name, count, seed=seed, difficulty=run.mixture.difficulty.get(domain)
-            )
+            for row in micro.generate(name, count, seed=seed, difficulty=run.mixture.difficulty.get(domain))
         ]
         if domain == AGENT:  # tool-call turns, and the closing turn after the tool results
             examples += agent_sft_examples(rows)

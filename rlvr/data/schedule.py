@@ -38,21 +38,13 @@ class MixtureSchedule:
         point. Raises ``ValueError`` naming the point and the fix."""
         points = [(step, dict(weights)) for step, weights in points]
         if kind not in KINDS:
-            raise ValueError(
-                f"kind={kind!r} is not a schedule kind; choose one of: {', '.join(KINDS)}"
-            )
+            raise ValueError(f"kind={kind!r} is not a schedule kind; choose one of: {', '.join(KINDS)}")
         if not points:
-            raise ValueError(
-                "has no points; give at least one, e.g. points=[{step: 0, weights: {math: 1.0}}]"
-            )
+            raise ValueError("has no points; give at least one, e.g. points=[{step: 0, weights: {math: 1.0}}]")
         steps = [step for step, _ in points]
         if steps[0] != 0:
-            raise ValueError(
-                f"starts at step {steps[0]}; the first point must be at step 0 so every step has weights"
-            )
-        if any(not isinstance(s, int) for s in steps) or any(
-            b <= a for a, b in zip(steps, steps[1:], strict=False)
-        ):
+            raise ValueError(f"starts at step {steps[0]}; the first point must be at step 0 so every step has weights")
+        if any(not isinstance(s, int) for s in steps) or any(b <= a for a, b in zip(steps, steps[1:], strict=False)):
             raise ValueError(f"steps {steps} must be integers, increasing, none repeated")
         names = sorted({d for _, w in points for d in w} | set(selected or ()))
         for step, weights in points:
@@ -79,8 +71,7 @@ class MixtureSchedule:
     def describe(self) -> str:
         """A stable text of the whole schedule (fingerprints of saved sampler state)."""
         rows = ";".join(
-            f"{s}:" + ",".join(f"{x:.12f}" for x in row)
-            for s, row in zip(self.steps, self.shares, strict=True)
+            f"{s}:" + ",".join(f"{x:.12f}" for x in row) for s, row in zip(self.steps, self.shares, strict=True)
         )
         return f"{self.kind}|{','.join(self.domains)}|{rows}"
 

@@ -91,12 +91,7 @@ def _score(
     """Each domain's rows of ``batch`` scored by its teacher; sums added to ``totals``."""
     device = s_logp.device
     for domain in domains:
-        rows = [
-            j * samples + s
-            for j, r in enumerate(part)
-            if r["domain"] == domain
-            for s in range(samples)
-        ]
+        rows = [j * samples + s for j, r in enumerate(part) if r["domain"] == domain for s in range(samples)]
         index = torch.tensor(rows or [0], device=device)  # a stand-in row keeps the lockstep
         sub = {k: v[index] for k, v in batch.items()}
         _, t_logits = completion_logprobs(teachers[domain], sub, temperature, False)
@@ -174,10 +169,7 @@ def add_sums(parts: list[Sums]) -> Sums:
 
 def kl_means(sums: Sums) -> dict[str, dict[str, float]]:
     """``{domain: {"kl", "tokens", "prompts"}}``: the KL per completion token."""
-    return {
-        d: {"kl": s / max(n, 1.0), "tokens": n, "prompts": int(p)}
-        for d, (s, n, p) in sorted(sums.items())
-    }
+    return {d: {"kl": s / max(n, 1.0), "tokens": n, "prompts": int(p)} for d, (s, n, p) in sorted(sums.items())}
 
 
 def heldout_kl(

@@ -6,7 +6,8 @@ the full state dict rank 0 alone reads into CPU memory, broadcast one tensor at 
 (accelerate's ``fsdp2_load_full_state_dict``, the student's own path under FSDP2 with
 ``fsdp_cpu_ram_efficient_loading``: each tensor goes to the device of its shard's mesh).
 Teachers load one after another, so the peak is one full teacher in rank 0's CPU memory
-plus the shards; an accelerator holds one full tensor at most, never a whole teacher. A teacher never runs a backward pass, so every group reshards after its
+plus the shards; an accelerator holds one full tensor at most, never a whole teacher. A teacher
+never runs a backward pass, so every group reshards after its
 forward (what the student keeps gathered for its backward, a teacher frees at once).
 """
 
@@ -29,9 +30,7 @@ def empty_model(path: str, model: ModelConfig) -> Any:
 
     from rlvr.models.loading import model_init_kwargs
 
-    config = AutoConfig.from_pretrained(
-        path, revision=model.revision, trust_remote_code=model.trust_remote_code
-    )
+    config = AutoConfig.from_pretrained(path, revision=model.revision, trust_remote_code=model.trust_remote_code)
     kwargs = model_init_kwargs(model)
     if kwargs.get("dtype") == "auto":  # from_config has no file to read "auto" from
         kwargs["dtype"] = getattr(config, "dtype", None) or torch.float32
@@ -83,9 +82,7 @@ def _broadcast_buffers(model: Any, device: torch.device, values: dict[str, torch
         owner.register_buffer(local, value, persistent=name in persistent)
 
 
-def load_sharded(
-    path: str, model: ModelConfig, accelerator: Any, prepare: Callable[[Any], Any] | None = None
-) -> Any:
+def load_sharded(path: str, model: ModelConfig, accelerator: Any, prepare: Callable[[Any], Any] | None = None) -> Any:
     """Teacher ``path``, sharded over the ranks as it loads.
 
     Every rank builds the same module on the meta device (so every rank's FSDP groups, tied

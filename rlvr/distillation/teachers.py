@@ -99,9 +99,7 @@ class LocalTeacher:
         self.elements: dict[str, int] = {}  # parameter elements on this rank, and in all
 
     @classmethod
-    def from_folder(
-        cls, path: str, model_config: ModelConfig, temperature: float | None = None
-    ) -> LocalTeacher:
+    def from_folder(cls, path: str, model_config: ModelConfig, temperature: float | None = None) -> LocalTeacher:
         """A teacher that loads in ``prepare``, when the trainer knows how to shard it."""
         return cls(None, path, temperature, path=path, model_config=model_config)
 
@@ -171,9 +169,7 @@ class ServerTeacher:
         )
 
         ids, mask = _sequence(batch)
-        seqs, prompt_lens, _ = build_teacher_request_inputs(
-            ids, mask, prompt_attention_mask=batch["prompt_mask"]
-        )
+        seqs, prompt_lens, _ = build_teacher_request_inputs(ids, mask, prompt_attention_mask=batch["prompt_mask"])
         result = self.client.get_sequence_logprobs(
             sequences=seqs, prompt_lengths=prompt_lens, top_logprobs=1, temperature=temperature
         )

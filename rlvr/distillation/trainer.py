@@ -91,9 +91,7 @@ class RoutedDistillationTrainer(DistillationTrainer):
         super().__init__(*args, teacher_model=None, **kwargs)
         stop_at_turn_end(self)  # a base student's ChatML turns end at a token TRL misses
         if objective == "sampled_token":  # log-probs of sampled tokens: no whole logits
-            model = (
-                self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
-            )
+            model = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
             fuse_lm_head(model, self.temperature)
         for teacher in {id(t): t for t in self.teachers.values()}.values():
             teacher.prepare(self.accelerator)
@@ -123,9 +121,7 @@ class RoutedDistillationTrainer(DistillationTrainer):
 
     def _generate_and_score_completions(self, inputs):
         if inputs and "id" in inputs[0]:
-            self.data_id_log(
-                self.state.global_step + 1, list(dict.fromkeys(str(x["id"]) for x in inputs))
-            )
+            self.data_id_log(self.state.global_step + 1, list(dict.fromkeys(str(x["id"]) for x in inputs)))
         output = super()._generate_and_score_completions(inputs)
         output["domain"] = [x["domain"] for x in inputs]  # rides along TRL's shuffle and split
         if self.model.training:
@@ -134,8 +130,10 @@ class RoutedDistillationTrainer(DistillationTrainer):
 
     def _score(self, inputs: list[dict], output: Mapping[str, Any]) -> None:
         """Verifier rewards per domain (logged only; the teachers alone drive the update)."""
-        ids = [row[mask.bool()].tolist() for row, mask in zip(
-            output["completion_ids"], output["completion_mask"], strict=True)]  # fmt: skip
+        ids = [
+            row[mask.bool()].tolist()
+            for row, mask in zip(output["completion_ids"], output["completion_mask"], strict=True)
+        ]
         columns = {k: [x.get(k) for x in inputs] for k in ("domain", "verifier", "reference", "id")}
         texts = self.processing_class.batch_decode(ids, skip_special_tokens=True)
         for func in self._reward_funcs:
@@ -164,9 +162,7 @@ class RoutedDistillationTrainer(DistillationTrainer):
         student_lp, entropies = completion_token_logprobs(student, inputs, self.temperature)
         teacher_lp = torch.zeros_like(student_lp)
         for domain, rows in self._teacher_order(groups):
-            scored = self._timed(
-                self.teachers[domain].token_logprobs, rows_of(inputs, rows or [0]), self.temperature
-            )
+            scored = self._timed(self.teachers[domain].token_logprobs, rows_of(inputs, rows or [0]), self.temperature)
             if rows:  # a sharded teacher with no rows here still ran, for the other ranks
                 teacher_lp[torch.tensor(rows, device=student_lp.device)] = scored.to(teacher_lp)
         log_ratio = (student_lp - teacher_lp).detach()  # per-token KL(student || teacher) sample

@@ -72,9 +72,7 @@ class TransformersBackend:
         per_prompt = 1 if decoding.greedy else decoding.k
         chunk = max(1, self.batch_size // per_prompt) * 4  # a few batches per progress tick
         # similar lengths share a chunk (less padding); results go back to input order
-        order = sorted(
-            range(len(prompts)), key=lambda i: sum(len(m.get("content") or "") for m in prompts[i])
-        )
+        order = sorted(range(len(prompts)), key=lambda i: sum(len(m.get("content") or "") for m in prompts[i]))
         out: list[list[str]] = [[] for _ in prompts]
         bar = tqdm(total=len(prompts), desc=self.desc, unit="prompt", leave=False)
         for start in range(0, len(order), chunk):

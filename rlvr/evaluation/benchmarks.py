@@ -22,9 +22,7 @@ def benchmark_domain(name: str) -> str:
     return get_task(name).domain
 
 
-def load_benchmark(
-    name: str, limit: int | None, data_dir: str, seed: int, difficulty: Any = None
-) -> list[dict]:
+def load_benchmark(name: str, limit: int | None, data_dir: str, seed: int, difficulty: Any = None) -> list[dict]:
     """Canonical rows of a shared-data benchmark or a micro-suite held-out set (``micro_<d>``).
 
     ``difficulty`` (micro-suite only): a level, a list of levels, or None for all levels.

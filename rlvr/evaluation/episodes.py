@@ -104,9 +104,7 @@ def start_episode(
     return Episode(environment, tools, list(prompt_ids))
 
 
-def tool_suffix_ids(
-    tokenizer: Any, tool_messages: list[dict[str, Any]], chat: ChatFormat | None = None
-) -> list[int]:
+def tool_suffix_ids(tokenizer: Any, tool_messages: list[dict[str, Any]], chat: ChatFormat | None = None) -> list[int]:
     """Token ids that follow an assistant tool-call turn: the tool results, then the next
     assistant header (TRL's construction: a dummy conversation with and without them)."""
     chat = chat or ChatFormat()
@@ -159,10 +157,7 @@ def _advance(
         return None
     results = run_tools(episode, calls)
     suffix = tool_suffix_ids(tokenizer, results, chat or ChatFormat())
-    if (
-        len(episode.completion_ids) + len(suffix) > budget
-        or len(episode.ids) + len(suffix) >= limit
-    ):
+    if len(episode.completion_ids) + len(suffix) > budget or len(episode.ids) + len(suffix) >= limit:
         episode.finished = True  # TRL drops tool results that overflow the budget
         return None
     episode.completion_ids += suffix
@@ -221,9 +216,7 @@ def run_episodes(
     return score_episodes(episodes, per_row, format_gate)
 
 
-def score_episodes(
-    episodes: Sequence[Episode], per_row: int, format_gate: bool
-) -> list[list[EpisodeResult]]:
+def score_episodes(episodes: Sequence[Episode], per_row: int, format_gate: bool) -> list[list[EpisodeResult]]:
     """Each finished episode scored on its live environment, grouped ``per_row`` per row."""
     results = []
     for e in episodes:

@@ -112,8 +112,12 @@ def fit_to_positions(decoding: Decoding, backend: Backend, rows: list[dict], wha
     log.warning(
         "%s: the longest prompt (%d tokens) + eval.max_new_tokens=%d exceed the model's %d "
         "positions: generating at most %d new tokens",
-        what, longest, decoding.max_new_tokens, limit, room,
-    )  # fmt: skip
+        what,
+        longest,
+        decoding.max_new_tokens,
+        limit,
+        room,
+    )
     return replace(decoding, max_new_tokens=room)
 
 
@@ -156,8 +160,9 @@ def _reuse(root: Path, entry: ModelEntry, bench: str, key: str | None) -> bool:
         return False
     records, summary = copy_twin(twin, entry.label, bench, entry.path)
     write_results(root / entry.label, bench, records, summary)
-    log.info("%s %s: the weights of %s, evaluated with the same settings: its records reused",
-             entry.label, bench, twin.name)  # fmt: skip
+    log.info(
+        "%s %s: the weights of %s, evaluated with the same settings: its records reused", entry.label, bench, twin.name
+    )
     return True
 
 
@@ -173,8 +178,7 @@ def evaluate(run: RunConfig, run_dir: Path | None = None) -> Path:
         check_hub_model_available(m.path)  # offline and not cached: fail before any model
     levels = getattr(run.mixture, "difficulty", None) or {}  # the training run's micro levels
     rows = {
-        t: load_benchmark(t, e.max_prompts, run.paths.data_dir, e.seed, levels.get(micro_domain(t)))
-        for t in e.tasks
+        t: load_benchmark(t, e.max_prompts, run.paths.data_dir, e.seed, levels.get(micro_domain(t))) for t in e.tasks
     }
     if e.backend == "vllm" and (episodic := [t for t in e.tasks if is_episodic(rows[t])]):
         raise ConfigError(

@@ -41,9 +41,7 @@ def mean_pass_at_k(counts: Sequence[tuple[int, int]], k: int) -> float:
     return sum(pass_at_k(n, c, k) for n, c in counts) / len(counts) if counts else 0.0
 
 
-def cap_to_token_budget(
-    rows: Sequence[dict], decoding: Decoding, with_greedy: bool, budget: int
-) -> list[dict]:
+def cap_to_token_budget(rows: Sequence[dict], decoding: Decoding, with_greedy: bool, budget: int) -> list[dict]:
     """The rows whose generation fits ``budget`` new tokens at most (k samples, plus one
     greedy, of ``max_new_tokens`` each), taken in turn from each domain so every domain
     keeps its share; all rows when they fit, always at least one."""
@@ -73,9 +71,7 @@ def cap_to_token_budget(
 
 def score_completions(rows: Sequence[dict], completions: Sequence[Sequence[str]], scorer: Scorer):
     items = [
-        (c, json.loads(r["reference"]), r["verifier"])
-        for r, cs in zip(rows, completions, strict=True)
-        for c in cs
+        (c, json.loads(r["reference"]), r["verifier"]) for r, cs in zip(rows, completions, strict=True) for c in cs
     ]
     verdicts = scorer(items)
     out, pos = [], 0
@@ -107,12 +103,8 @@ def sample_and_score(
     plain = [i for i, r in enumerate(rows) if not r.get("environment")]
     if plain:
         part = [rows[i] for i in plain]
-        completions = generate(
-            model, tokenizer, [r["prompt"] for r in part], decoding, batch_size, seed, chat
-        )
-        for i, cs, vs in zip(
-            plain, completions, score_completions(part, completions, scorer), strict=True
-        ):
+        completions = generate(model, tokenizer, [r["prompt"] for r in part], decoding, batch_size, seed, chat)
+        for i, cs, vs in zip(plain, completions, score_completions(part, completions, scorer), strict=True):
             texts[i], verdicts[i] = cs, vs
     if episodic:
         results = run_episodes(

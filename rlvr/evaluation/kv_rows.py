@@ -53,17 +53,13 @@ class GrowingLayer(DynamicLayer):
     def batch_repeat_interleave(self, repeats: int) -> None:
         """Each row ``repeats`` times in a row (the k samples of a prompt), spare columns kept."""
         if self.is_initialized:
-            keys, values = (
-                b.repeat_interleave(repeats, 0) for b in (self.key_buffer, self.value_buffer)
-            )
+            keys, values = (b.repeat_interleave(repeats, 0) for b in (self.key_buffer, self.value_buffer))
             self._hold(keys, values, self.length)
 
     def batch_select_indices(self, indices: Any) -> None:
         """Only the rows ``indices`` (finished rows leave the batch), spare columns kept."""
         if self.is_initialized:
-            keys, values = (
-                b.index_select(0, indices) for b in (self.key_buffer, self.value_buffer)
-            )
+            keys, values = (b.index_select(0, indices) for b in (self.key_buffer, self.value_buffer))
             self._hold(keys, values, self.length)
 
 
@@ -81,11 +77,7 @@ def new_cache(layers: list[tuple[Any, Any]] | None = None) -> Cache:
     """A cache of growing layers, empty or holding ``layers`` (keys, values per layer)."""
     if layers is None:
         return Cache(layer_class_to_replicate=GrowingLayer)
-    return Cache(
-        layers=[
-            GrowingLayer(*spare_buffers(k, v, k.shape[-2] + SPARE), k.shape[-2]) for k, v in layers
-        ]
-    )
+    return Cache(layers=[GrowingLayer(*spare_buffers(k, v, k.shape[-2] + SPARE), k.shape[-2]) for k, v in layers])
 
 
 @dataclass
@@ -152,9 +144,7 @@ def join(parts: list[tuple[Rows, list[int] | None]]) -> Rows:
     return Rows(ids, Cache(layers=layers), ends, prompts, prefix)
 
 
-def admit(
-    model: Any, ids: list[int], prompts: Sequence[list[int]], prefix: Any, first_name: int
-) -> tuple[Rows, Any]:
+def admit(model: Any, ids: list[int], prompts: Sequence[list[int]], prefix: Any, first_name: int) -> tuple[Rows, Any]:
     """Episodes ``ids`` starting on ``prompts``, each distinct prompt prefilled once into the
     shared ``prefix`` (created when None) under the names ``first_name``, ...: rows with no
     ids of their own yet, and the logits of their prompts' last ids."""
@@ -171,18 +161,13 @@ def admit(
         prefix = store
     else:
         prefix.add(store)
-    empty = [
-        tuple(t.new_zeros((len(ids), t.shape[1], 0, t.shape[3])) for t in kv)
-        for kv in shared.layers()
-    ]
+    empty = [tuple(t.new_zeros((len(ids), t.shape[1], 0, t.shape[3])) for t in kv) for kv in shared.layers()]
     index = torch.tensor(inverse, device=logits.device)
     names = [first_name + j for j in inverse]
     return Rows(list(ids), new_cache(empty), [0] * len(ids), names, prefix), logits[index]
 
 
-def extend(
-    model: Any, rows: Rows, sequences: Sequence[list[int]], cached: Sequence[int]
-) -> tuple[Rows, Any]:
+def extend(model: Any, rows: Rows, sequences: Sequence[list[int]], cached: Sequence[int]) -> tuple[Rows, Any]:
     """Feed row ``r`` its ids after ``cached[r]`` on top of its cache (all of them when the rows
     have no cache yet); the rows afterwards and the logits of their last ids.
 
@@ -191,9 +176,7 @@ def extend(
     if rows.cache is None:
         first, inverse = _dedupe(sequences)
         if len(first) < len(sequences):
-            shared, logits = extend(
-                model, Rows(first), [sequences[n] for n in first], [cached[n] for n in first]
-            )
+            shared, logits = extend(model, Rows(first), [sequences[n] for n in first], [cached[n] for n in first])
             index = torch.tensor(inverse, device=logits.device)
             ends = [shared.length] * len(rows.ids)
             return Rows(rows.ids, new_cache(shared.layers(index)), ends), logits[index]
@@ -279,15 +262,9 @@ def _realign(rows: Rows, cached: Sequence[int], kept: list[int], length: int) ->
     device = rows.cache.layers[0].keys.device
     column = torch.arange(length, device=device)[None, :]
     kept_t = torch.tensor(kept, device=device)[:, None]
-    starts = (
-        torch.tensor(rows.ends, device=device)[:, None]
-        - torch.tensor(cached, device=device)[:, None]
-    )
+    starts = torch.tensor(rows.ends, device=device)[:, None] - torch.tensor(cached, device=device)[:, None]
     source = torch.where(column >= length - kept_t, starts + kept_t - length + column, 0)
     index = source[:, None, :, None]
     return new_cache(
-        [
-            tuple(t.gather(2, index.expand(-1, t.shape[1], -1, t.shape[3])) for t in kv)
-            for kv in rows.layers()
-        ]
+        [tuple(t.gather(2, index.expand(-1, t.shape[1], -1, t.shape[3])) for t in kv) for kv in rows.layers()]
     )

@@ -47,8 +47,7 @@ def ifeval_levels(rows: Sequence[dict], verdicts: list) -> dict[str, float] | No
         return None  # a verdict that is not an ifeval summary (e.g. a format gate's)
     prompt = sum(f == t for f, t in counts) / len(counts)
     instruction = sum(f for f, _ in counts) / max(sum(t for _, t in counts), 1)
-    return {"prompt_level": prompt, "instruction_level": instruction,
-            "mean": (prompt + instruction) / 2}  # fmt: skip
+    return {"prompt_level": prompt, "instruction_level": instruction, "mean": (prompt + instruction) / 2}
 
 
 def guessing_accuracy(rows: Sequence[dict]) -> float | None:

@@ -192,9 +192,7 @@ class _Batch:
         return trace.completion_ids, trace.cached - len(trace.prompt_ids)
 
 
-def _append(
-    traces: list[Trace], rows: list[int], tokens: list[int], sampling: TurnSampling
-) -> list[int]:
+def _append(traces: list[Trace], rows: list[int], tokens: list[int], sampling: TurnSampling) -> list[int]:
     """Add each row's sampled token; the rows whose turn ended with it."""
     ended = []
     for i, token in zip(rows, tokens, strict=True):

@@ -20,12 +20,18 @@ from pathlib import Path
 from typing import Any
 
 # how the model was made, not what it does: two merges that came out equal differ only here
-PROVENANCE = frozenset(
-    {"merge.json", "mergekit_config.yml", "training_args.bin", "README.md", "summary.json"}
-)
+PROVENANCE = frozenset({"merge.json", "mergekit_config.yml", "training_args.bin", "README.md", "summary.json"})
 # Every setting an evaluation reads (the study hashes its evaluation stages over the same list)
-EVAL_READS = ("model", "domains", "mixture.difficulty", "algo.strip_think", "algo.format_gate",
-              "eval", "sandbox", "paths.data_dir")  # fmt: skip
+EVAL_READS = (
+    "model",
+    "domains",
+    "mixture.difficulty",
+    "algo.strip_think",
+    "algo.format_gate",
+    "eval",
+    "sandbox",
+    "paths.data_dir",
+)
 CHUNK = 1 << 20
 _known: dict[tuple, str] = {}  # (folder, each file's name, size and mtime) -> fingerprint
 

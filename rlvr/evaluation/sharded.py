@@ -98,9 +98,7 @@ def summary_of(job: BenchmarkJob, records: list[dict]) -> dict[str, Any]:
     # greedy decoding alone: its verdicts are the greedy accuracy, over one sample each
     k = 1 if job.decoding.greedy else job.decoding.k
     if len(sampled) != len(job.rows):
-        raise RuntimeError(
-            f"{job.label}/{job.bench}: records of {len(sampled)} prompts for {len(job.rows)}"
-        )
+        raise RuntimeError(f"{job.label}/{job.bench}: records of {len(sampled)} prompts for {len(job.rows)}")
     return summarise(job.rows, sampled, greedy, k)
 
 

@@ -44,10 +44,7 @@ class ShardResult:
 def shard_ranges(prompts: int, size: int) -> list[Shard]:
     """Consecutive slices of ``size`` prompts (the last may be shorter); ``size`` 0: one slice."""
     step = size if size > 0 else max(prompts, 1)
-    return [
-        Shard(i, start, min(start + step, prompts))
-        for i, start in enumerate(range(0, prompts, step))
-    ]
+    return [Shard(i, start, min(start + step, prompts)) for i, start in enumerate(range(0, prompts, step))]
 
 
 class ShardStore:

@@ -142,9 +142,7 @@ class SharedPrefix:
             return torch.cat([_left_pad(a, columns, dim, fill), _left_pad(b, columns, dim, fill)])
 
         self.keys = [stacked(a, b, 2, 0.0) for a, b in zip(self.keys, other.keys, strict=True)]
-        self.values = [
-            stacked(a, b, 2, 0.0) for a, b in zip(self.values, other.values, strict=True)
-        ]
+        self.values = [stacked(a, b, 2, 0.0) for a, b in zip(self.values, other.values, strict=True)]
         self.bias = stacked(self.bias, other.bias, 3, float("-inf"))
         self.lengths = torch.cat([self.lengths, other.lengths])
         self.names = torch.cat([self.names, other.names])
@@ -173,9 +171,7 @@ class SharedPrefix:
             )
         else:  # several new ids (tool results): each row reads its prompt's copy
             index = torch.div(self.slots, slots, rounding_mode="floor")
-            out_p, lse_p = _attention(
-                q, prompt_keys[index], prompt_values[index], self.bias[index], scale
-            )
+            out_p, lse_p = _attention(q, prompt_keys[index], prompt_values[index], self.bias[index], scale)
             lse_p = lse_p[..., None]
         visible = _visible(mask, rows, heads // key_heads, new, key.shape[-2], query)
         out_o, lse_o = _attention(q, key, value, visible, scale)
@@ -200,9 +196,7 @@ def _attention(q: Any, k: Any, v: Any, mask: Any, scale: float) -> tuple[Any, An
     embeddings leave queries and keys in float32)."""
     k, v = k.to(q.dtype), v.to(q.dtype)
     mask = None if mask is None else mask.to(q.dtype)
-    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-        q, k, v, 0.0, False, attn_mask=mask, scale=scale
-    )
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False, attn_mask=mask, scale=scale)
 
 
 def _visible(mask: Any, rows: int, group: int, new: int, columns: int, query: Any) -> Any:

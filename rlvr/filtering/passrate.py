@@ -90,8 +90,5 @@ def counts_table(per_domain: dict[str, dict], band: PassBand) -> str:
     lines = [head, "|---|---:|---:|---:|---:|---:|---:|"]
     for domain, c in per_domain.items():
         share = f"{c[KEPT] / c['rows']:.0%}" if c["rows"] else "-"
-        lines.append(
-            f"| {domain} | {c['rows']} | {c[KEPT]} | {c[BELOW]} | {c[ABOVE]} | {c[ERRORED]} "
-            f"| {share} |"
-        )
+        lines.append(f"| {domain} | {c['rows']} | {c[KEPT]} | {c[BELOW]} | {c[ABOVE]} | {c[ERRORED]} | {share} |")
     return "\n".join(lines)

@@ -1,1 +1,1 @@
-"""GRPO's cheaper update: length-sorted, padding-trimmed chunks, each distinct prompt encoded once, zero-advantage rows left out."""
+"""GRPO's cheaper update: length-sorted, trimmed chunks, prompts encoded once, no zero-advantage rows."""

@@ -41,9 +41,7 @@ def shared_prompt_logps(
     if 2 * distinct.size(0) > input_ids.size(0) or not prefix_mask.any(dim=1).all():
         return None
     with autocast():
-        prefix = model(
-            input_ids=prefix_ids, attention_mask=prefix_mask, use_cache=True, logits_to_keep=1
-        )
+        prefix = model(input_ids=prefix_ids, attention_mask=prefix_mask, use_cache=True, logits_to_keep=1)
     cache = getattr(prefix, "cache", None)  # ``past_key_values`` before transformers 5.x's rename
     if cache is None:
         return None
@@ -63,16 +61,12 @@ def shared_prompt_logps(
     return out.log_probs[:, -logits_to_keep:], entropies, None
 
 
-def _distinct_prompts(
-    prompts: torch.Tensor, groups: torch.Tensor | None
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _distinct_prompts(prompts: torch.Tensor, groups: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
     """The distinct prompt rows and each row's index into them: from the caller's group ids
     (one small 1-D sort) when given, else by comparing the prompt columns themselves."""
     if groups is None:
         return torch.unique(prompts, dim=0, return_inverse=True)
     ids, row_prompt = torch.unique(groups, return_inverse=True)
     rows = torch.arange(len(groups), device=groups.device)
-    first = rows.new_full((len(ids),), len(groups)).scatter_reduce(
-        0, row_prompt, rows, reduce="amin"
-    )
+    first = rows.new_full((len(ids),), len(groups)).scatter_reduce(0, row_prompt, rows, reduce="amin")
     return prompts[first], row_prompt

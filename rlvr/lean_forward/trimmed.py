@@ -54,10 +54,7 @@ def trimmable(model: torch.nn.Module) -> bool:
     """Whether dropping all-padding leading columns keeps every attention score (rotary models)."""
     config = getattr(model, "config", None)
     text = getattr(config, "text_config", None) or config
-    return any(
-        getattr(text, key, None) is not None
-        for key in ("rope_theta", "rope_parameters", "rope_scaling")
-    )
+    return any(getattr(text, key, None) is not None for key in ("rope_theta", "rope_parameters", "rope_scaling"))
 
 
 def plan_chunks(
@@ -103,9 +100,7 @@ def plan_chunks(
     return chunks[::-1]
 
 
-def _units(
-    first: torch.Tensor, last: torch.Tensor, groups: torch.Tensor | None, limit: int
-) -> list[torch.Tensor]:
+def _units(first: torch.Tensor, last: torch.Tensor, groups: torch.Tensor | None, limit: int) -> list[torch.Tensor]:
     """What a chunk is cut from, in span order: each row, or each group of rows."""
     if groups is not None and int(torch.bincount(groups).max()) <= limit:
         members = [torch.nonzero(groups == g).flatten() for g in torch.unique(groups)]
@@ -151,9 +146,7 @@ def chunked_logps(
     return all_logps, all_entropies, extras
 
 
-def _stand_in_sum(
-    forward: Forward, input_ids: torch.Tensor, prompt_width: int, count: int
-) -> torch.Tensor:
+def _stand_in_sum(forward: Forward, input_ids: torch.Tensor, prompt_width: int, count: int) -> torch.Tensor:
     """The summed log-probs of ``count`` forwards over the batch's first row's last prompt
     column and first completion column, unmasked (finite: times zero it stays zero)."""
     ids = input_ids[:1, prompt_width - 1 : prompt_width + 1]
@@ -187,9 +180,7 @@ class LeanForward:
         share = self.share and not _checkpointing(model)
 
         def forward(ids: torch.Tensor, mask: torch.Tensor, kept: int, groups=None):
-            shared = share and shared_prompt_logps(
-                model, ids, mask, kept, compute_entropy, self.autocast, groups
-            )
+            shared = share and shared_prompt_logps(model, ids, mask, kept, compute_entropy, self.autocast, groups)
             return shared or parent(model, ids, mask, kept, compute_entropy=compute_entropy)
 
         if self.trim:
@@ -198,9 +189,15 @@ class LeanForward:
             prompts = torch.cat([input_ids[:, :width], attention_mask[:, :width]], dim=1)
             groups = torch.unique(prompts, dim=0, return_inverse=True)[1] if share else None
             logps, entropies, _ = chunked_logps(
-                forward, input_ids, attention_mask, logits_to_keep, batch_size,
-                CHUNK_OVERHEAD_TOKENS[device], groups, self.most_chunks,
-            )  # fmt: skip
+                forward,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size,
+                CHUNK_OVERHEAD_TOKENS[device],
+                groups,
+                self.most_chunks,
+            )
             return logps, entropies, None
         size = batch_size or input_ids.size(0)  # TRL's own chunks, in order, untrimmed
         parts = [

@@ -23,11 +23,20 @@ import torch
 UNSCALED = frozenset({"dapo", "cispo", "vespo"})  # normalised by the generation batch's tokens
 ROW_SCALED = frozenset({"grpo", "sapo", "luspo", "dr_grpo"})  # by this micro-batch's rows
 TOKEN_SCALED = frozenset({"bnpo"})  # by this micro-batch's tokens
-PER_ROW = frozenset({
-    "prompt_ids", "prompt_mask", "completion_ids", "completion_mask", "tool_mask", "advantages",
-    "old_per_token_logps", "ref_per_token_logps", "sampling_per_token_logps",
-    "importance_sampling_ratio",
-})  # fmt: skip
+PER_ROW = frozenset(
+    {
+        "prompt_ids",
+        "prompt_mask",
+        "completion_ids",
+        "completion_mask",
+        "tool_mask",
+        "advantages",
+        "old_per_token_logps",
+        "ref_per_token_logps",
+        "sampling_per_token_logps",
+        "importance_sampling_ratio",
+    }
+)
 SHARED = frozenset({"num_items_in_batch"})  # the same for every row: kept as it is
 
 

@@ -23,9 +23,7 @@ PRESETS: dict[str, MergePreset] = {
     "task_arithmetic": MergePreset("task_arithmetic", {"weight": 1.0, "normalize": False}),
     "ties": MergePreset("ties", {"density": 0.2, "weight": 1.0}),
     "ties_dare": MergePreset("dare_ties", {"density": 0.8, "weight": 1.0, "rescale": True}),
-    "ta_dare": MergePreset(
-        "dare_linear", {"density": 0.8, "weight": 1.0, "rescale": True, "normalize": False}
-    ),
+    "ta_dare": MergePreset("dare_linear", {"density": 0.8, "weight": 1.0, "rescale": True, "normalize": False}),
     "sce": MergePreset("sce", {"select_topk": 1.0}),
     # RAM (arXiv 2601.13572): RL changes few weights, so a weight only one expert changed keeps
     # that expert's whole change (an average would dilute it by the number of experts); weights
@@ -57,7 +55,6 @@ def resolve(method: str, params: Mapping[str, Any] | None = None) -> MergePreset
     known = sorted(_base_policies())
     if method not in known:
         raise ValueError(
-            f"unknown merge method {method!r}; presets: {', '.join(PRESETS)}; "
-            f"mergekit methods: {', '.join(known)}"
+            f"unknown merge method {method!r}; presets: {', '.join(PRESETS)}; mergekit methods: {', '.join(known)}"
         )
     return MergePreset(method, extra)

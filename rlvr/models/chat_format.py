@@ -56,9 +56,11 @@ class ChatFormat:
     def conversation_ids(self, tokenizer: Any, messages: Sequence[Mapping], **kwargs: Any) -> list:
         """A whole conversation's ids (no generation prompt unless asked), same options."""
         out = tokenizer.apply_chat_template(
-            [dict(m) for m in messages], tokenize=True, return_dict=False,
+            [dict(m) for m in messages],
+            tokenize=True,
+            return_dict=False,
             **{**self.template_kwargs, **kwargs},
-        )  # fmt: skip
+        )
         return list(out)
 
 

@@ -33,9 +33,7 @@ _HEADER = re.compile(
     r"\{\{-?\s*'<\|im_start\|>' \+ message\.role \+ '\\n(?P<think>(?:<think>\\n)?)'"
     r"(?P<rest>[^{}]*?)\s*-?\}\}"
 )
-_TOOL_CALLS = re.compile(
-    r"(\{%-?\s*for tool_call in message\.tool_calls\s*-?%\}.*?\{%-?\s*endfor\s*-?%\})", re.DOTALL
-)
+_TOOL_CALLS = re.compile(r"(\{%-?\s*for tool_call in message\.tool_calls\s*-?%\}.*?\{%-?\s*endfor\s*-?%\})", re.DOTALL)
 _TURN_END = "{{- '<|im_end|>\\n' }}"
 _OPEN, _CLOSE = "{%- generation %}", "{%- endgeneration %}"
 

@@ -31,11 +31,7 @@ def resolve_model_path(model: ModelConfig, cache_dir: str) -> str:
     """The folder or Hub id to load; builds the embedded tiny model, or converts a packaged
     one (``rlvr.models.packaged``), on first use."""
     if model.name == "tiny":
-        spec = (
-            TinyModelSpec(**vars(model.tiny))
-            if not isinstance(model.tiny, dict)
-            else TinyModelSpec(**model.tiny)
-        )
+        spec = TinyModelSpec(**vars(model.tiny)) if not isinstance(model.tiny, dict) else TinyModelSpec(**model.tiny)
         return str(ensure_tiny_model(Path(cache_dir).expanduser() / "models", spec))
     if is_packaged(model.name):
         return str(ensure_packaged_model(model.name, Path(cache_dir).expanduser() / "models"))
@@ -61,9 +57,7 @@ def check_hub_model_available(name: str) -> None:
 def load_tokenizer(path: str, model: ModelConfig):
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(
-        path, revision=model.revision, trust_remote_code=model.trust_remote_code
-    )
+    tokenizer = AutoTokenizer.from_pretrained(path, revision=model.revision, trust_remote_code=model.trust_remote_code)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"  # generation batches

@@ -59,34 +59,30 @@ def option_sets(template_kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [base, {**base, "enable_thinking": True}, {**base, "enable_thinking": False}]
 
 
-def mark_problem(
-    tokenizer: Any, original: str, marked: str, template_kwargs: Mapping[str, Any]
-) -> str | None:
+def mark_problem(tokenizer: Any, original: str, marked: str, template_kwargs: Mapping[str, Any]) -> str | None:
     """Why ``marked`` is not ``original`` with a faithful assistant mask (None: it is)."""
     for messages, tools in probe_chats():
         for options in option_sets(template_kwargs):
             kwargs = {"tools": tools, **options}
-            own = tokenizer.apply_chat_template(
-                messages, tokenize=False, chat_template=original, **kwargs
-            )
-            ours = tokenizer.apply_chat_template(
-                messages, tokenize=False, chat_template=marked, **kwargs
-            )
+            own = tokenizer.apply_chat_template(messages, tokenize=False, chat_template=original, **kwargs)
+            ours = tokenizer.apply_chat_template(messages, tokenize=False, chat_template=marked, **kwargs)
             if own != ours:
                 return f"with marks it renders {ours!r} instead of {own!r}"
             out = tokenizer.apply_chat_template(
-                messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True,
-                chat_template=marked, **kwargs,
-            )  # fmt: skip
+                messages,
+                tokenize=True,
+                return_dict=True,
+                return_assistant_tokens_mask=True,
+                chat_template=marked,
+                **kwargs,
+            )
             problem = _mask_problem(tokenizer, messages, out["input_ids"], out["assistant_masks"])
             if problem:
                 return f"{problem} in {own!r}"
     return None
 
 
-def _mask_problem(
-    tokenizer: Any, messages: Sequence[Mapping], ids: Sequence[int], mask: Sequence[int]
-) -> str | None:
+def _mask_problem(tokenizer: Any, messages: Sequence[Mapping], ids: Sequence[int], mask: Sequence[int]) -> str | None:
     ends = {turn_end_token_id(tokenizer) or tokenizer.eos_token_id}
     specials = set(tokenizer.all_special_ids) - ends
     runs = masked_runs(ids, mask)

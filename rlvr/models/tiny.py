@@ -58,9 +58,7 @@ TURN = (
 # tool rendering compatible with Hermes-style <tool_call> blocks. Tools render one line each:
 # full JSON schemas would not fit the context.
 CHAT_TEMPLATE = (
-    "{% if tools %}{{ '<|im_start|>system\\nTools:' }}"
-    + TOOL_LINES
-    + "{{ '<|im_end|>\\n' }}{% endif %}"
+    "{% if tools %}{{ '<|im_start|>system\\nTools:' }}" + TOOL_LINES + "{{ '<|im_end|>\\n' }}{% endif %}"
     "{% for m in messages %}" + TURN + "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
@@ -127,9 +125,7 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     return tokenizer
 
 
-def build_model(
-    spec: TinyModelSpec, vocab_size: int, pad_token_id: int, eos_token_id: int, **config: Any
-):
+def build_model(spec: TinyModelSpec, vocab_size: int, pad_token_id: int, eos_token_id: int, **config: Any):
     """A randomly initialised Qwen2 causal LM, deterministic for a given spec; ``config``
     adds Qwen2Config settings the spec leaves at their defaults (e.g. ``initializer_range``)."""
     import torch
@@ -154,9 +150,7 @@ def build_model(
     return Qwen2ForCausalLM(config)
 
 
-def ensure_tiny_model(
-    cache_dir: str | os.PathLike[str], spec: TinyModelSpec = TinyModelSpec()
-) -> Path:
+def ensure_tiny_model(cache_dir: str | os.PathLike[str], spec: TinyModelSpec = TinyModelSpec()) -> Path:
     """Create the tiny model folder on first use (atomically) and return its path."""
     target = Path(cache_dir).expanduser() / f"tiny-qwen2-{spec.digest()}"
     if (target / "config.json").exists():
@@ -172,9 +166,7 @@ def ensure_tiny_model(
         tokenizer.save_pretrained(staging)
         (staging / "tiny_spec.json").write_text(json.dumps(asdict(spec), indent=2))
         try:
-            staging.rename(
-                target
-            )  # atomic: concurrent ranks race, one wins, all see a whole folder
+            staging.rename(target)  # atomic: concurrent ranks race, one wins, all see a whole folder
         except OSError:
             if not (target / "config.json").exists():
                 raise

@@ -144,9 +144,7 @@ def _states(shape: ModelShape, w: Workload) -> dict[str, float]:
         return parts
     parts["gradients"] = trainable * master / shards
     parts["optimizer"] = 2 * trainable * master / shards  # AdamW: two moments, the master's dtype
-    wide = (trainable if master > w.weight_bytes else 0) + (
-        frozen if frozen_width(w) > w.weight_bytes else 0
-    )
+    wide = (trainable if master > w.weight_bytes else 0) + (frozen if frozen_width(w) > w.weight_bytes else 0)
     if w.sharded and w.processes > 1:
         # two layers gathered (the one computing, the next prefetched), the unsharded gradients
         # of the layer in backward and of the one being reduce-scattered; the root unit stays

@@ -53,8 +53,7 @@ class ModelShape:
         return embeddings + self.num_hidden_layers * self.layer_parameters() + self.hidden_size
 
 
-REQUIRED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-            "intermediate_size")  # fmt: skip
+REQUIRED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 
 
 def shape_from_config(config: dict[str, Any], source: str) -> ModelShape:
@@ -93,8 +92,7 @@ def _tiny_vocabulary() -> int:
 
 def _tiny_shape(model: ModelConfig) -> ModelShape:
     spec = model.tiny if isinstance(model.tiny, dict) else vars(model.tiny)
-    config = {**spec, "vocab_size": _tiny_vocabulary(), "tie_word_embeddings": True,
-              "model_type": "qwen2"}  # fmt: skip
+    config = {**spec, "vocab_size": _tiny_vocabulary(), "tie_word_embeddings": True, "model_type": "qwen2"}
     return shape_from_config(config, "the embedded model's spec (model.tiny)")
 
 

@@ -168,10 +168,15 @@ def _base_workload(run: RunConfig, kind: str, processes: int, sharded: bool) -> 
     t, prompt = run.trainer, run.trainer.plan_prompt_tokens
     split = sharded and processes > 1
     common = dict(
-        kind="train", processes=processes, sharded=split,
-        weight_bytes=_weight_bytes(run), micro_batch=1, accumulation=1,
-        checkpointing=bool(t.gradient_checkpointing), **_precision(run, split),
-    )  # fmt: skip
+        kind="train",
+        processes=processes,
+        sharded=split,
+        weight_bytes=_weight_bytes(run),
+        micro_batch=1,
+        accumulation=1,
+        checkpointing=bool(t.gradient_checkpointing),
+        **_precision(run, split),
+    )
     generation = "vllm" if t.use_vllm else "cache"
     share = training_share(run)  # rlvr.planning.vllm: the engine beside the training pass
     if kind == "sft":
@@ -182,17 +187,25 @@ def _base_workload(run: RunConfig, kind: str, processes: int, sharded: bool) -> 
         d = run.distill
         teachers = len(run.domains) if d.teacher_device == "train" else 0
         return Workload(
-            **common, sequence=prompt + d.max_completion_length,
+            **common,
+            sequence=prompt + d.max_completion_length,
             completion=d.max_completion_length,
-            logits="fused" if d.objective == "sampled_token" else "whole", generation=generation,
-            generation_rows=rows, vllm_share=share, teachers=teachers,
-        )  # fmt: skip
+            logits="fused" if d.objective == "sampled_token" else "whole",
+            generation=generation,
+            generation_rows=rows,
+            vllm_share=share,
+            teachers=teachers,
+        )
     a = run.algo
     return Workload(
-        **common, sequence=prompt + a.max_completion_length,
-        completion=a.max_completion_length, generation=generation, generation_rows=rows,
-        vllm_share=share, reference=a.beta > 0,
-    )  # fmt: skip
+        **common,
+        sequence=prompt + a.max_completion_length,
+        completion=a.max_completion_length,
+        generation=generation,
+        generation_rows=rows,
+        vllm_share=share,
+        reference=a.beta > 0,
+    )
 
 
 def _cuts(rows: int) -> list[int]:
@@ -201,9 +214,12 @@ def _cuts(rows: int) -> list[int]:
 
 
 def micro_steps(
-    run: RunConfig, kind: str, processes: int, shape: ModelShape | None = None,
+    run: RunConfig,
+    kind: str,
+    processes: int,
+    shape: ModelShape | None = None,
     sharded: bool = True,
-) -> tuple[int, int]:  # fmt: skip
+) -> tuple[int, int]:
     """(rows per device per forward/backward, micro-batches per optimizer step)."""
     rows, what = _rows_per_device(run, kind, processes)
     choice = run.trainer.micro_batch
@@ -232,9 +248,13 @@ def micro_steps(
 
 
 def _auto_micro_batch(
-    run: RunConfig, kind: str, processes: int, rows: int, shape: ModelShape | None,
+    run: RunConfig,
+    kind: str,
+    processes: int,
+    rows: int,
+    shape: ModelShape | None,
     sharded: bool,
-) -> tuple[int, int]:  # fmt: skip
+) -> tuple[int, int]:
     if run.trainer.device_memory_gib is None:
         raise ConfigError(
             "trainer.micro_batch=auto needs trainer.device_memory_gib (the accelerator's "
@@ -272,27 +292,39 @@ def _device_overheads(run: RunConfig) -> dict[str, float]:
 
 
 def _unknown_shape(run: RunConfig, stage: str, kind: str, processes: int) -> StagePlan:
-    return StagePlan(stage, kind, processes, device_bytes=_device_bytes(run),
-                     note=f"shape of {run.model.name!r} unknown: set model.shape")  # fmt: skip
+    return StagePlan(
+        stage,
+        kind,
+        processes,
+        device_bytes=_device_bytes(run),
+        note=f"shape of {run.model.name!r} unknown: set model.shape",
+    )
 
 
-def plan_training(
-    run: RunConfig, stage: str, kind: str, processes: int, sharded: bool = True
-) -> StagePlan:
+def plan_training(run: RunConfig, stage: str, kind: str, processes: int, sharded: bool = True) -> StagePlan:
     shape, device = model_shape(run.model), _device_bytes(run)
     if shape is None:
         return _unknown_shape(run, stage, kind, processes)
     micro, accumulation = micro_steps(run, kind, processes, shape, sharded)
     w = replace(
         _base_workload(run, kind, processes, sharded),
-        micro_batch=micro, accumulation=accumulation, adapters=_adapters(run, shape),
-    )  # fmt: skip
+        micro_batch=micro,
+        accumulation=accumulation,
+        adapters=_adapters(run, shape),
+    )
     parts = memory(shape, w, device) | _device_overheads(run)
     rows = micro * accumulation * processes
     return StagePlan(
-        stage, kind, processes, shape, w, rows, parts,
-        step_seconds(run, shape, w, rows, processes, kind, parts), device,
-    )  # fmt: skip
+        stage,
+        kind,
+        processes,
+        shape,
+        w,
+        rows,
+        parts,
+        step_seconds(run, shape, w, rows, processes, kind, parts),
+        device,
+    )
 
 
 def plan_eval(run: RunConfig, stage: str) -> StagePlan:
@@ -304,16 +336,25 @@ def plan_eval(run: RunConfig, stage: str) -> StagePlan:
     sequence = run.trainer.plan_prompt_tokens + e.max_new_tokens  # unclamped: an upper bound
     rows = 1 if vllm else e.batch_size  # vLLM: weights and one row; it fills the rest itself
     w = Workload(
-        kind="eval", processes=1, sharded=False, weight_bytes=_weight_bytes(run),
-        micro_batch=rows, accumulation=1, sequence=sequence, completion=e.max_new_tokens,
-        generation="cache", generation_rows=rows,
-    )  # fmt: skip
+        kind="eval",
+        processes=1,
+        sharded=False,
+        weight_bytes=_weight_bytes(run),
+        micro_batch=rows,
+        accumulation=1,
+        sequence=sequence,
+        completion=e.max_new_tokens,
+        generation="cache",
+        generation_rows=rows,
+    )
     parts = memory(shape, w, device) | _device_overheads(run)
     note = "vLLM fills the rest with KV cache" if vllm else ""
     if (limit := shape.max_position_embeddings) and sequence > limit:
-        note = (f"prompt + eval.max_new_tokens = {sequence} tokens > the model's {limit} "
-                "positions: rlvr.evaluate clamps new tokens to the positions left after each "
-                "benchmark's longest prompt (logged)")  # fmt: skip
+        note = (
+            f"prompt + eval.max_new_tokens = {sequence} tokens > the model's {limit} "
+            "positions: rlvr.evaluate clamps new tokens to the positions left after each "
+            "benchmark's longest prompt (logged)"
+        )
     return StagePlan(
         stage,
         "eval",
@@ -328,9 +369,7 @@ def plan_eval(run: RunConfig, stage: str) -> StagePlan:
     )
 
 
-def plan_stage(
-    run: RunConfig, stage: str, kind: str, processes: int, sharded: bool = True
-) -> StagePlan:
+def plan_stage(run: RunConfig, stage: str, kind: str, processes: int, sharded: bool = True) -> StagePlan:
     """The plan of a stage of ``kind`` (host-only stages get an empty row)."""
     usable = run.trainer.device_usable_fraction
     if kind in TRAINING:

@@ -8,9 +8,19 @@ from rlvr.config import ConfigError, TrainerConfig
 from rlvr.planning.memory import GIB
 from rlvr.planning.stage_plan import StagePlan
 
-SHORT = {"weights": "w", "gradients": "grad", "optimizer": "opt", "fsdp gather": "gather",
-         "activations": "act", "logits": "logits", "reference": "ref", "teachers": "teach",
-         "kv cache": "kv", "vllm": "vllm", "runtime": "rt"}  # fmt: skip
+SHORT = {
+    "weights": "w",
+    "gradients": "grad",
+    "optimizer": "opt",
+    "fsdp gather": "gather",
+    "activations": "act",
+    "logits": "logits",
+    "reference": "ref",
+    "teachers": "teach",
+    "kv cache": "kv",
+    "vllm": "vllm",
+    "runtime": "rt",
+}
 
 
 def size(n: float) -> str:
@@ -42,14 +52,16 @@ def plan_row(p: StagePlan, label: str) -> str:
     verdict = "" if p.device_bytes is None else ("  fits" if p.fits else "  DOES NOT FIT")
     per = "batch" if p.kind == "eval" else "step"
     parts = ", ".join(f"{SHORT.get(k, k)} {size(v)}" for k, v in p.parts.items() if v)
-    return "\n".join([
-        label,
-        f"    {p.processes} device(s); {w.micro_batch} rows x {w.accumulation} per {per} of "
-        f"{w.sequence} tokens ({p.tokens_per_step:,} tokens/{per}); {per} "
-        f"{duration(p.step_seconds)}",
-        f"    {size(p.total)} per device{device}{verdict}: {parts}",
-        *([f"    note: {p.note}"] if p.note else []),
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            label,
+            f"    {p.processes} device(s); {w.micro_batch} rows x {w.accumulation} per {per} of "
+            f"{w.sequence} tokens ({p.tokens_per_step:,} tokens/{per}); {per} "
+            f"{duration(p.step_seconds)}",
+            f"    {size(p.total)} per device{device}{verdict}: {parts}",
+            *([f"    note: {p.note}"] if p.note else []),
+        ]
+    )
 
 
 def format_plan(plans: Sequence[StagePlan], assumptions: str = "") -> str:
@@ -74,8 +86,7 @@ def assumptions(t: TrainerConfig) -> str:
     """The plan's stated assumptions (the ``trainer`` settings it reads), above its table."""
     device = f"{t.device_memory_gib:g} GiB" if t.device_memory_gib else "memory not checked"
     speed = (
-        f"{t.device_tflops:g} TFLOPS at {t.plan_mfu:.0%} MFU training, "
-        f"{t.plan_decode_mfu:.0%} sampling"
+        f"{t.device_tflops:g} TFLOPS at {t.plan_mfu:.0%} MFU training, {t.plan_decode_mfu:.0%} sampling"
         if t.device_tflops
         else "no step time (trainer.device_tflops unset)"
     )

@@ -38,8 +38,7 @@ def arms_table(results: Sequence[ModelResult], metric: str) -> Table:
     groups = group_results(results)
     benches = benchmark_order(results)
     args = (benches, "avg", metric)
-    experts = [f for g in groups if g.role == "expert" for r in g.members.values()
-               if (f := _folder(r))]  # fmt: skip
+    experts = [f for g in groups if g.role == "expert" for r in g.members.values() if (f := _folder(r))]
     merges = [g for g in groups if g.role == "merge"]
     best, _ = _best(merges, *args)
     mixed = next((g for g in groups if g.role == "mixed"), None)
@@ -52,8 +51,16 @@ def arms_table(results: Sequence[ModelResult], metric: str) -> Table:
         cost = _rl_seconds(_arm_folders(g, results, experts))
         ratio = cost / separate if cost is not None and separate else None
         rows.append((g.label, g.role, g.n, g.stat(_at, *args), vs_mixed, vs_merge, cost, ratio))
-    cols = ("arm", "role", "seeds", f"avg {metric}", "arm - mixed", "arm - best merge",
-            "rl_device_seconds", "/ separate experts")  # fmt: skip
+    cols = (
+        "arm",
+        "role",
+        "seeds",
+        f"avg {metric}",
+        "arm - mixed",
+        "arm - best merge",
+        "rl_device_seconds",
+        "/ separate experts",
+    )
     notes = (
         "differences: mean ± sd over the seeds both arms have of (arm seed s - other seed s); "
         f"best merge: {best.label if best else 'none'} (highest mean avg)",
@@ -78,8 +85,9 @@ def _arm_folders(g: ModelGroup, results: Sequence[ModelResult], experts: list[st
         return [*experts, *own]
     if g.role == "cascade":  # every stage's run of the same seeds
         seeds = set(g.members)
-        stages = [f for r in results if r.role == "cascade_stage"
-                  and split_seed(r.label)[1] in seeds and (f := _folder(r))]  # fmt: skip
+        stages = [
+            f for r in results if r.role == "cascade_stage" and split_seed(r.label)[1] in seeds and (f := _folder(r))
+        ]
         return [*stages, *own]
     return own
 
@@ -106,8 +114,7 @@ def cascade_table(results: Sequence[ModelResult], metric: str) -> Table:
         "what that stage undid"
     )
     title = f"Cascade: every stage on every domain ({metric}, %)"
-    return Table("cascade_table", title, ("model", "trained on", *domains, "avg"), tuple(rows),
-                 (note,))  # fmt: skip
+    return Table("cascade_table", title, ("model", "trained on", *domains, "avg"), tuple(rows), (note,))
 
 
 def _stage_number(label: str) -> int:

@@ -57,9 +57,17 @@ def calibration_table(results: Sequence[ModelResult], role: str = "sft") -> Tabl
                 + (verdict(avg, pass_k, score(r, bench, "chance")),)
             )
     cols = (
-        "model", "domain", "benchmark", "k", "Avg@k", "pass@k", "pass@k - Avg@k",
-        "greedy", "greedy - Avg@k", "room for RL",
-    )  # fmt: skip
+        "model",
+        "domain",
+        "benchmark",
+        "k",
+        "Avg@k",
+        "pass@k",
+        "pass@k - Avg@k",
+        "greedy",
+        "greedy - Avg@k",
+        "room for RL",
+    )
     note = (
         f"room for RL: Avg@k in [{AVG_LOW:g}, {AVG_HIGH:g}]% and pass@k at least "
         f"{HEADROOM:g} points above Avg@k, and for multiple choice more than {CHANCE_MARGIN:g} "

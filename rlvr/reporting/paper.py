@@ -25,9 +25,16 @@ PUBLISHED = Path(__file__).with_name("m2rl_paper")
 # our benchmark (task) names in the paper's column order; where the paper's column is named
 # otherwise, PAPER_COLUMN maps it (our ifeval scores IFEval's strict prompt level)
 BENCHMARKS = (
-    "aime24", "aime25", "livecodebench_v5", "livecodebench_v6", "hle", "gpqa_diamond",
-    "ifeval", "ifbench", "mmlu_redux",
-)  # fmt: skip
+    "aime24",
+    "aime25",
+    "livecodebench_v5",
+    "livecodebench_v6",
+    "hle",
+    "gpqa_diamond",
+    "ifeval",
+    "ifbench",
+    "mmlu_redux",
+)
 PAPER_COLUMN = {"ifeval": "ifeval_strict_prompt"}
 NOT_RUN = "—"  # a benchmark without a score of ours, or a role the paper did not publish
 ROLE_ROW = {"base": "qwen3-4b-base", "sft": "sft", "mixed": "mixed", "distill": "mt_opd"}
@@ -109,11 +116,12 @@ def paper_table(results: Sequence[ModelResult], metric: str) -> Table:
             (*head, "ours", *(_cell(ours[b]) for b in BENCHMARKS), _cell(avg)),
             (*head, "paper", *(_cell(paper.get(b)) for b in BENCHMARKS), _cell(paper_avg)),
             (
-                *head, "ours - paper",
+                *head,
+                "ours - paper",
                 *(_cell(_minus(ours[b].mean, paper.get(b))) for b in BENCHMARKS),
                 _cell(_minus(avg.mean, paper_avg)),
             ),
-        ]  # fmt: skip
+        ]
     notes = [
         f"ours: {metric} in percent, mean ± sd over seeds; paper: Avg@K as published "
         "(Mosi-AI/M2RL d9807cf); ours - paper: difference of the means",
@@ -125,13 +133,14 @@ def paper_table(results: Sequence[ModelResult], metric: str) -> Table:
     if metric != "avg_at_k":
         notes.append(f"the report's metric is {metric}; the published numbers are Avg@K")
     cols = ("model", "role", "paper row", "source", *BENCHMARKS, "avg")
-    return Table("paper_table", "Beside the paper (M2RL's nine benchmarks, %)", cols,
-                 tuple(rows), tuple(notes))  # fmt: skip
+    return Table("paper_table", "Beside the paper (M2RL's nine benchmarks, %)", cols, tuple(rows), tuple(notes))
 
 
 def _k_used(results: Sequence[ModelResult]) -> str:
-    used = {b: sorted({int(r.summaries[b]["k"]) for r in results
-                       if b in r.summaries and "k" in r.summaries[b]}) for b in BENCHMARKS}  # fmt: skip
+    used = {
+        b: sorted({int(r.summaries[b]["k"]) for r in results if b in r.summaries and "k" in r.summaries[b]})
+        for b in BENCHMARKS
+    }
     return ", ".join(f"{b} {'/'.join(map(str, ks))}" for b, ks in used.items() if ks) or "-"
 
 
@@ -217,11 +226,18 @@ def paper_compute(results: Sequence[ModelResult], extra_runs: Mapping[str, str])
         steps, hours = published.get(name, (None, None))
         mine = ours.get(name, [])
         our_steps, our_h, our_rl = _mean3(mine) if mine else (None, None, None)
-        cells = (steps, hours, _pct(hours, paper_experts), len(mine) or None,
-                 our_steps, our_h, our_rl, _pct(our_rl, our_experts))  # fmt: skip
+        cells = (
+            steps,
+            hours,
+            _pct(hours, paper_experts),
+            len(mine) or None,
+            our_steps,
+            our_h,
+            our_rl,
+            _pct(our_rl, our_experts),
+        )
         rows.append((name, *map(_cell, cells)))
-    total = (None, paper_experts, 100.0, None, None, None, our_experts or None,
-             100.0 if our_experts else None)  # fmt: skip
+    total = (None, paper_experts, 100.0, None, None, None, our_experts or None, 100.0 if our_experts else None)
     rows.append(("experts (sum)", *map(_cell, total)))
     notes = (
         "paper: steps and GPU-hours of each run (Mosi-AI/M2RL d9807cf), four experts; ours: "
@@ -231,9 +247,16 @@ def paper_compute(results: Sequence[ModelResult], extra_runs: Mapping[str, str])
         "the study trained, agent included); MT-OPD runs after the experts, so it costs them too",
     )
     cols = (
-        "run", "paper steps", "paper GPU-hours", "paper share of experts (%)", "our runs",
-        "our steps", "our device-hours", "our RL device-hours", "our share of experts (%)",
-    )  # fmt: skip
+        "run",
+        "paper steps",
+        "paper GPU-hours",
+        "paper share of experts (%)",
+        "our runs",
+        "our steps",
+        "our device-hours",
+        "our RL device-hours",
+        "our share of experts (%)",
+    )
     return Table("paper_compute", "Compute beside the paper (hours)", cols, tuple(rows), notes)
 
 

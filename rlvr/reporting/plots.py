@@ -93,9 +93,7 @@ def _plot_arm(ax, run_dirs: Sequence[str], domain: str, label: str, **style) -> 
     ax.plot(*mean_series(series), linewidth=2, label=f"{label} (mean of {len(series)})", **style)
 
 
-def reward_curves(
-    mixed: Mapping[str, Sequence[str]], experts: Mapping[str, Sequence[str]], path: Path
-) -> Path | None:
+def reward_curves(mixed: Mapping[str, Sequence[str]], experts: Mapping[str, Sequence[str]], path: Path) -> Path | None:
     """Per domain: the mixed run's reward curve next to that domain's single-domain run.
 
     ``mixed``: label -> run folders (one per seed); ``experts``: domain -> run folders.

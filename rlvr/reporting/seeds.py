@@ -118,9 +118,7 @@ def paired_difference(a: Mapping[Seed, float], b: Mapping[Seed, float]) -> tuple
         return Stat(None), None
     common = [s for s in a if s in b]
     if not common:
-        return Stat(
-            statistics.mean(a.values()) - statistics.mean(b.values()), None, 0
-        ), "no pairing"
+        return Stat(statistics.mean(a.values()) - statistics.mean(b.values()), None, 0), "no pairing"
     diff = Stat.of(a[s] - b[s] for s in common)
     if diff.n < 2 or diff.mean is None or diff.sd is None:
         return diff, "one seed"

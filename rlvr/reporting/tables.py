@@ -24,8 +24,7 @@ from rlvr.runs.accounting import run_cost, sum_compute
 from tasks.schema import DOMAINS
 
 # cascade_stage: a cascade's model before its last stage (rlvr.reporting.arms tabulates them)
-ROLES = ("base", "sft", "expert", "merge", "mixed", "adaptive", "cascade", "distill",
-         "cascade_stage", "other")  # fmt: skip
+ROLES = ("base", "sft", "expert", "merge", "mixed", "adaptive", "cascade", "distill", "cascade_stage", "other")
 MT_OPD = "mt_opd"  # label stem of the study's multi-teacher distillation models
 Cell = Stat | float | int | str | None  # Stat: a score over seeds
 
@@ -81,9 +80,7 @@ def load_results(study: Path, overrides: Mapping[str, str] | None = None) -> lis
     results = []
     for folder in sorted((study / "eval").glob("*/")):
         summaries = {
-            p.stem: json.loads(p.read_text())
-            for p in sorted(folder.glob("*.json"))
-            if p.name != "model.json"
+            p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json")) if p.name != "model.json"
         }
         if not summaries:
             continue
@@ -210,9 +207,7 @@ def diff_table(results: Sequence[ModelResult], metric: str) -> Table:
     return Table("diff_table", title, (*cols, "n", "exceeds seed spread"), tuple(rows), notes)
 
 
-def cost_table(
-    results: Sequence[ModelResult], extra_runs: Mapping[str, str], metric: str = "avg_at_k"
-) -> Table:
+def cost_table(results: Sequence[ModelResult], extra_runs: Mapping[str, str], metric: str = "avg_at_k") -> Table:
     """Device-seconds per run (every seed a row); separate = experts + best merge, mixed = mixed.
 
     Both arms sum every seed's runs: all expert runs plus all runs of the merge with the best
@@ -285,9 +280,7 @@ def to_markdown(table: Table) -> str:
 def flat_rows(table: Table) -> tuple[list[str], list[list[Any]]]:
     """Machine-readable columns and rows: a Stat is its mean, plus a ``<column> sd`` column
     after each score column when some cell of the table has two or more seeds; None is ""."""
-    stat_cols = {
-        i for i in range(len(table.columns)) if any(isinstance(r[i], Stat) for r in table.rows)
-    }
+    stat_cols = {i for i in range(len(table.columns)) if any(isinstance(r[i], Stat) for r in table.rows)}
     spread = any(isinstance(c, Stat) and c.n >= 2 for row in table.rows for c in row)
     columns: list[str] = []
     for i, name in enumerate(table.columns):

@@ -44,9 +44,7 @@ class ErrorBudget:
         bad = [v for v in verdicts if v.status is Status.ERROR]
         self.errors[domain] += len(bad)
         if bad:
-            log.warning(
-                "%s: %d verifier errors in batch, e.g. %s", domain, len(bad), bad[0].details
-            )
+            log.warning("%s: %d verifier errors in batch, e.g. %s", domain, len(bad), bad[0].details)
         seen, errors = self.seen[domain], self.errors[domain]
         if seen >= self.min_samples and errors / seen > self.max_rate:
             message = (
@@ -105,9 +103,7 @@ class CompletionTable:
     def __init__(self) -> None:
         self.columns: dict[str, list[Any]] = {}
 
-    def fill(
-        self, n: int, rows: list[int], verdicts: Sequence[Verdict], kwargs: dict[str, Any]
-    ) -> None:
+    def fill(self, n: int, rows: list[int], verdicts: Sequence[Verdict], kwargs: dict[str, Any]) -> None:
         if not self.columns or len(self.columns["status"]) != n:
             self.columns = {c: [None] * n for c in self.COLUMNS}
         for i, v in zip(rows, verdicts, strict=True):
@@ -130,9 +126,7 @@ class BatchScores:
     time), the others read their rows. TRL hands each function the same ``completions`` list
     for a batch, and a new list for the next one, which is how a batch is recognised."""
 
-    def __init__(
-        self, domains: Sequence[str], scorer: Scorer, format_gate: bool, timer: StepTimer
-    ) -> None:
+    def __init__(self, domains: Sequence[str], scorer: Scorer, format_gate: bool, timer: StepTimer) -> None:
         self.domains = set(domains)
         self.scorer = scorer
         self.format_gate = format_gate
@@ -152,10 +146,7 @@ class BatchScores:
         start = time.perf_counter()
         ahead = self.early.collect()
         rows = [i for i, d in enumerate(kwargs["domain"]) if d in self.domains]
-        keys = [
-            (i, rollout_text(completions[i]), kwargs["reference"][i], kwargs["verifier"][i])
-            for i in rows
-        ]
+        keys = [(i, rollout_text(completions[i]), kwargs["reference"][i], kwargs["verifier"][i]) for i in rows]
         items = [(text, json.loads(ref), verifier) for _, text, ref, verifier in keys]
         environments = kwargs.get("environments")
         if environments:  # each live episode gives its own verdict; none was scored ahead
@@ -212,9 +203,7 @@ def make_domain_reward(
     return reward
 
 
-def _log_metrics(
-    domain: str, rows: list[int], verdicts: Sequence[Verdict], kwargs: dict[str, Any]
-) -> None:
+def _log_metrics(domain: str, rows: list[int], verdicts: Sequence[Verdict], kwargs: dict[str, Any]) -> None:
     """Per-domain metrics through TRL's reward-side ``log_metric`` hook."""
     log_metric = kwargs.get("log_metric")
     if log_metric is None:
@@ -244,10 +233,7 @@ def build_reward_functions(
     table = CompletionTable()
     scores = BatchScores(domains, scorer, format_gate, timer)
     last = len(domains) - 1
-    functions = [
-        make_domain_reward(d, scores, budget, table, i == last, parallel)
-        for i, d in enumerate(domains)
-    ]
+    functions = [make_domain_reward(d, scores, budget, table, i == last, parallel) for i, d in enumerate(domains)]
     for function in functions:  # where the trainer hands over rows to score ahead
         function.batch_scores = scores
     return functions

@@ -46,9 +46,7 @@ class HFJudgeBackend:
             raise JudgeSetupError(f"{FIX}: max_new_tokens and batch_size >= 1, timeout_s > 0")
         try:
             check_model_source(self.model, self.cache_dir)
-            self.config = ModelConfig(
-                name=self.model, dtype=self.dtype, tiny=TinySpecConfig(**self.tiny)
-            )
+            self.config = ModelConfig(name=self.model, dtype=self.dtype, tiny=TinySpecConfig(**self.tiny))
             self.path = resolve_model_path(self.config, self.cache_dir)
             if self.model != "tiny":
                 check_hub_model_available(self.path)

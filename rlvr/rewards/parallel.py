@@ -66,14 +66,10 @@ class ParallelRewardError(ValueError):
 def reward_terms(preset: str, terms: Mapping[str, Any] | None = None) -> RewardTerms:
     """The preset's coefficients with ``terms`` over them; raises naming the known names."""
     if preset not in PRESETS:
-        raise ParallelRewardError(
-            f"algo.parallel_reward.preset={preset!r} is unknown; presets: {', '.join(PRESETS)}"
-        )
+        raise ParallelRewardError(f"algo.parallel_reward.preset={preset!r} is unknown; presets: {', '.join(PRESETS)}")
     unknown = sorted(set(terms or {}) - set(TERM_NAMES))
     if unknown:
-        raise ParallelRewardError(
-            f"algo.parallel_reward.terms has unknown {unknown}; terms: {', '.join(TERM_NAMES)}"
-        )
+        raise ParallelRewardError(f"algo.parallel_reward.terms has unknown {unknown}; terms: {', '.join(TERM_NAMES)}")
     return replace(PRESETS[preset], **{k: float(v) for k, v in (terms or {}).items()})
 
 
@@ -140,17 +136,12 @@ class ParallelReward:
     ) -> tuple[list[float], dict[str, float]]:
         """Combined rewards of a batch and its ``<domain>/parallel/...`` metrics."""
         measured = [measure(t, self.count) for t in texts]
-        rewards = [
-            combine(self.terms, v, m, self.latency_norm)
-            for v, m in zip(verdicts, measured, strict=True)
-        ]
+        rewards = [combine(self.terms, v, m, self.latency_norm) for v, m in zip(verdicts, measured, strict=True)]
         bonus = [r - v.score for r, v in zip(rewards, verdicts, strict=True)]
         return rewards, parallel_metrics(domain, measured, bonus)
 
 
-def parallel_metrics(
-    domain: str, measured: Sequence[Measured], bonus: Sequence[float] = ()
-) -> dict[str, float]:
+def parallel_metrics(domain: str, measured: Sequence[Measured], bonus: Sequence[float] = ()) -> dict[str, float]:
     """Means over a batch: lengths, acceleration, and how often blocks are valid/malformed."""
     n = max(len(measured), 1)
     mean = lambda xs: sum(xs) / n  # noqa: E731

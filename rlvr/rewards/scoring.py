@@ -52,16 +52,12 @@ def graded_text(completion: Any, reasoning: ReasoningFormat) -> str | Verdict:
     """What ``verifiers.verify`` hands its verifier, or the format gate's verdict."""
     text = as_text(completion)
     if reasoning.format_gate and not passes_format_gate(text):
-        return Verdict.format_error(
-            "no </think>: the format gate requires a closed reasoning section"
-        )
+        return Verdict.format_error("no </think>: the format gate requires a closed reasoning section")
     text = strip_think(text) if reasoning.strip_think else text
     return text[-MAX_COMPLETION_CHARS:]
 
 
-def verify_batch(
-    verifier: Any, items: list[tuple[Any, dict]], reasoning: ReasoningFormat
-) -> list[Verdict]:
+def verify_batch(verifier: Any, items: list[tuple[Any, dict]], reasoning: ReasoningFormat) -> list[Verdict]:
     """``verify`` of every item through one ``verifier.verify_many`` call: the same reasoning
     format, and a verifier that raises gives every item an ``error`` verdict (never 0.0)."""
     out: list[Verdict | None] = [None] * len(items)
@@ -124,9 +120,7 @@ def build_scorer(
     return score
 
 
-def sequential_scorer(
-    reasoning: ReasoningFormat, options: dict[str, dict[str, Any]] | None = None
-) -> Scorer:
+def sequential_scorer(reasoning: ReasoningFormat, options: dict[str, dict[str, Any]] | None = None) -> Scorer:
     """In-process scorer without the worker pool (no hard time limit); for tests and tools."""
     verifier_for = VerifierCache(options or {})
 

@@ -44,8 +44,7 @@ class Lockstep:
 
         while self._any_rank_runs(False):
             self.stand_ins += 1
-            self.model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=self.device),
-                       use_cache=False)  # fmt: skip
+            self.model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=self.device), use_cache=False)
 
     def _any_rank_runs(self, mine: bool) -> bool:
         import torch

@@ -46,9 +46,7 @@ def sample_completions(
         return sample_rows(model, prompt_ids, sampler, generator, on_finished=on_finished)[0]
 
 
-def scoring_ahead(
-    trainer: Any, prompt_ids: Sequence[Sequence[int]], inputs: Sequence[dict] | None
-) -> Finished | None:
+def scoring_ahead(trainer: Any, prompt_ids: Sequence[Sequence[int]], inputs: Sequence[dict] | None) -> Finished | None:
     """A hook that hands rows ending while the batch still decodes to the reward bridge, which
     grades them on a background thread (``rlvr.rewards.early``): each row's text is built as
     TRL will build it for the reward functions (parsed with the tokenizer's response template
@@ -119,9 +117,7 @@ def sample_rows(
         def heard(rows: list[int], ids: list[list[int]]) -> None:
             on_finished([row_of[r] for r in rows], ids)
 
-    drawn = sample_tokens(
-        model, distinct, sampler, k, generator=generator, logprobs=logprobs, on_finished=heard
-    )
+    drawn = sample_tokens(model, distinct, sampler, k, generator=generator, logprobs=logprobs, on_finished=heard)
     ids = [drawn.ids[p][n] for p, n in samples_of]
     scores = None if drawn.logprobs is None else [drawn.logprobs[p][n] for p, n in samples_of]
     return ids, scores

@@ -17,15 +17,26 @@ from omegaconf import DictConfig, OmegaConf
 from rlvr.config import ConfigError, RunConfig, register_configs, to_config
 from rlvr.runs.memory import keep_freed_memory
 
-CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")  # ships in the wheel (rlvr/conf)
 log = logging.getLogger("rlvr")
 
 
 # Overrides whose values are paths: a folder name shows a short hash of them, never the path.
 PATH_KEYS = frozenset(
-    {"init_from", "merge.base", "merge.models", "merge.out_dir", "eval.models", "eval.out_dir",
-     "report.study_dir", "study.out_dir", "study.sft_model", "paths.data_dir", "paths.cache_dir"}
-)  # fmt: skip
+    {
+        "init_from",
+        "merge.base",
+        "merge.models",
+        "merge.out_dir",
+        "eval.models",
+        "eval.out_dir",
+        "report.study_dir",
+        "study.out_dir",
+        "study.sft_model",
+        "paths.data_dir",
+        "paths.cache_dir",
+    }
+)
 
 
 def _looks_like_path(value: str) -> bool:
@@ -73,27 +84,45 @@ def _option_names(value: Any) -> list[str]:
     return [n for v in getattr(value, "list", None) or [] for n in _option_names(v)]
 
 
+def config_dirs(argv: list[str], conf_dir: str = CONF_DIR) -> list[Path]:
+    """The config folders a command line composes from: ours, then the user's folders that a
+    ``hydra.searchpath=[file://...]`` override adds (``pkg://`` entries are not folders here)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    dirs = [Path(conf_dir)]
+    search = [a for a in argv if a.split("=", 1)[0].lstrip("+") == "hydra.searchpath"]
+    for override in OverridesParser.create().parse_overrides(search):
+        value = override.value()
+        for entry in value if isinstance(value, list) else [value]:
+            if isinstance(entry, str) and entry.startswith("file://"):
+                dirs.append(Path(entry[len("file://") :]).expanduser())
+    return dirs
+
+
 def check_group_choices(argv: list[str], conf_dir: str = CONF_DIR) -> None:
     """Reject unknown options of our config groups, naming the valid ones; Hydra's own error
-    for a list-valued group (``domains=[foo]``) does not list them."""
+    for a list-valued group (``domains=[foo]``) does not list them. Options in user config
+    folders (``hydra.searchpath``) count."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
         overrides = OverridesParser.create().parse_overrides([a for a in argv if "=" in a])
+        dirs = config_dirs(argv, conf_dir)
     except Exception:  # noqa: BLE001  (grammar errors: Hydra reports them itself)
         return
     for o in overrides:
-        folder = Path(conf_dir) / o.key_or_group
-        if o.key_or_group.startswith("hydra") or o.is_delete() or not folder.is_dir():
+        folders = [d / o.key_or_group for d in dirs if (d / o.key_or_group).is_dir()]
+        if o.key_or_group.startswith("hydra") or o.is_delete() or not folders:
             continue
         valid = sorted(
-            f.relative_to(folder).with_suffix("").as_posix() for f in folder.rglob("*.yaml")
+            {f.relative_to(folder).with_suffix("").as_posix() for folder in folders for f in folder.rglob("*.yaml")}
         )
         unknown = [n for n in _option_names(o.value()) if n not in valid]
         if unknown:
             raise ConfigError(
                 f"{o.key_or_group}: unknown option(s) {', '.join(unknown)}; "
-                f"valid {o.key_or_group}: {', '.join(valid)}"
+                f"valid {o.key_or_group}: {', '.join(valid)} (a folder of your own: "
+                "hydra.searchpath=[file:///abs/path])"
             )
 
 
@@ -164,9 +193,7 @@ def leave_process_group() -> None:
         dist.destroy_process_group()
 
 
-def hydra_entry(
-    stage: str, body: Callable[[RunConfig, Path], Any], config_name: str = "train"
-) -> None:
+def hydra_entry(stage: str, body: Callable[[RunConfig, Path], Any], config_name: str = "train") -> None:
     """Compose the config, convert it once, run ``body(run, run_dir)``; clean errors on bad input."""
     register_configs()
     register_resolvers()

@@ -60,7 +60,6 @@ from rlvr.study.scheduler import Interrupted, run_stages
 from rlvr.study.study_config import load_study
 
 log = logging.getLogger("rlvr.study")
-REPO = Path(__file__).resolve().parents[2]
 
 
 class StudyPlan(NamedTuple):
@@ -102,14 +101,10 @@ def plan(argv: list[str]) -> StudyPlan:
     fidelity = study_fidelity(run, stages, configs)
     by_kind = slurm_by_kind(run, stages, configs)
     budgets = stage_budgets(run, stages, configs, resources, by_kind)
-    return StudyPlan(
-        run, stages, hashes, earlier, settings, commands, resources, fidelity, by_kind, budgets
-    )
+    return StudyPlan(run, stages, hashes, earlier, settings, commands, resources, fidelity, by_kind, budgets)
 
 
-def budget_text(
-    run: RunConfig, budgets: list[StageBudget], by_kind: dict[str, dict] | None = None
-) -> str:
+def budget_text(run: RunConfig, budgets: list[StageBudget], by_kind: dict[str, dict] | None = None) -> str:
     """The SLURM budget table and GPU-hours per arm beside the paper's (its compute.csv,
     next to ``study.recipe`` under ``paths.data_dir``)."""
     lines = [format_budgets(budgets)] if run.study.launcher == "slurm" and budgets else []
@@ -130,9 +125,7 @@ def _lock(root: Path):
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise ConfigError(
-            f"another rlvr.study is running on {root}; wait for it or stop it"
-        ) from None
+        raise ConfigError(f"another rlvr.study is running on {root}; wait for it or stop it") from None
     return handle
 
 
@@ -183,8 +176,7 @@ def run_study(argv: list[str]) -> int:
         }
         print_plan(stages, {**commands, **per_node}, sys.stdout, spread)
         if (root / MARKERS).is_dir():  # what a run would reuse and rerun in this folder
-            seen = reconcile(root, stages, hashes, s.force, settings, read_only=True,
-                             earlier=earlier)  # fmt: skip
+            seen = reconcile(root, stages, hashes, s.force, settings, read_only=True, earlier=earlier)
             print_folder_preview(root, stages, seen.reuse, seen.stale, sys.stdout)
         sys.stdout.write(format_plan(resources, assumptions(run.trainer)) + "\n")
         if budget := budget_text(run, planned.budgets, planned.slurm_by_kind):
@@ -197,9 +189,7 @@ def run_study(argv: list[str]) -> int:
     lock = _lock(root)
     if s.cancel:
         cancelled = slurm.cancel_study(root)
-        sys.stdout.write(
-            f"cancelled {len(cancelled)} SLURM jobs of {root}: {' '.join(cancelled) or '-'}\n"
-        )
+        sys.stdout.write(f"cancelled {len(cancelled)} SLURM jobs of {root}: {' '.join(cancelled) or '-'}\n")
         return 0
     if adopted := adopt_earlier_hashes(root, stages, hashes, earlier):
         log.info("%d finished stages kept through the new config hashing", len(adopted))
@@ -207,30 +197,49 @@ def run_study(argv: list[str]) -> int:
     record_cascade_order(run, root)  # a later run plans the same cascade stages
     record_fidelity(root, fidelity)  # the report's recipe section
     submitted = slurm.submitted_jobs(root)  # what a driver that died left queued or running
-    summary = {"experiment": run.experiment, "argv": argv, "launcher": s.launcher, **vars(s),
-               "environment": environment()}  # fmt: skip
+    summary = {
+        "experiment": run.experiment,
+        "argv": argv,
+        "launcher": s.launcher,
+        **vars(s),
+        "environment": environment(),
+    }
     manifest = Manifest.create(root, summary, stages, hashes, commands)
     launcher = make_launcher(s.launcher, root, s.jobs, s.slurm, planned.slurm_by_kind, s.warm_start)
     jobs = {
         st.name: StageJob(
-            root, st, hashes[st.name], commands[st.name], thread_env(s.jobs, launcher, st),
-            str(REPO), processes(st, s.accelerate), spread[st.name], layout.port,
+            root,
+            st,
+            hashes[st.name],
+            commands[st.name],
+            thread_env(s.jobs, launcher, st),
+            str(Path.cwd()),  # stages see relative paths as the command line meant them
+            processes(st, s.accelerate),
+            spread[st.name],
+            layout.port,
             settings[st.name],
         )
         for st in stages
-    }  # fmt: skip
+    }
     sys.stdout.write(f"study {run.experiment}: {len(stages)} stages in {root} ({launcher.name})\n")
-    follow = (
-        slurm.still_running(submitted, hashes, reconciled.reuse) if s.launcher == "slurm" else {}
-    )
+    follow = slurm.still_running(submitted, hashes, reconciled.reuse) if s.launcher == "slurm" else {}
     if follow:
-        sys.stdout.write(f"following {len(follow)} SLURM jobs an earlier run submitted: "
-                         f"{', '.join(f'{n} ({j})' for n, j in follow.items())}\n")  # fmt: skip
+        sys.stdout.write(
+            f"following {len(follow)} SLURM jobs an earlier run submitted: "
+            f"{', '.join(f'{n} ({j})' for n, j in follow.items())}\n"
+        )
     try:
         status = run_stages(
-            stages, jobs, launcher, manifest, reconciled.reuse, reconciled.stale,
-            Progress(stages), s.poll_s, {n: launcher.attach(j) for n, j in follow.items()},
-        )  # fmt: skip
+            stages,
+            jobs,
+            launcher,
+            manifest,
+            reconciled.reuse,
+            reconciled.stale,
+            Progress(stages),
+            s.poll_s,
+            {n: launcher.attach(j) for n, j in follow.items()},
+        )
     finally:
         launcher.close()
     sys.stdout.write("\n" + closing_screen(root, stages, status, manifest.entries) + "\n")
@@ -239,9 +248,7 @@ def run_study(argv: list[str]) -> int:
 
 
 def main() -> None:
-    logging.basicConfig(
-        level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"
-    )
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
     try:
         code = run_study(sys.argv[1:])
     except (ConfigError, HydraException) as err:  # Hydra: an override that does not compose

@@ -29,16 +29,27 @@ from rlvr.study.plan import GRPO_KINDS, Stage, arm_overrides_for
 # how a stage is tracked, resumed or launched.
 HASHED: dict[str, tuple[str, ...]] = {
     "sft": ("model", "domains", "mixture", "sft", "trainer", "peft", "paths.data_dir"),
-    "expert": ("model", "domains", "mixture", "algo", "trainer", "peft", "sandbox",
-               "paths.data_dir", "init_from"),
+    "expert": ("model", "domains", "mixture", "algo", "trainer", "peft", "sandbox", "paths.data_dir", "init_from"),
     "merge": ("merge", "model.dtype"),
     "eval": EVAL_READS,
     "report": ("report",),
-    "filter": ("model", "domains", "mixture", "algo.strip_think", "algo.format_gate",
-               "algo.max_completion_length", "trainer.seed", "trainer.max_infra_error_rate",
-               "trainer.infra_error_min_samples", "trainer.verifier_timeout_s", "sandbox",
-               "paths.data_dir", "init_from", "filter"),
-}  # fmt: skip
+    "filter": (
+        "model",
+        "domains",
+        "mixture",
+        "algo.strip_think",
+        "algo.format_gate",
+        "algo.max_completion_length",
+        "trainer.seed",
+        "trainer.max_infra_error_rate",
+        "trainer.infra_error_min_samples",
+        "trainer.verifier_timeout_s",
+        "sandbox",
+        "paths.data_dir",
+        "init_from",
+        "filter",
+    ),
+}
 HASHED["mixed"] = HASHED["cascade"] = HASHED["adaptive"] = HASHED["expert"]
 # How paths inside the study folder enter a hash: the folder can move without rerunning.
 STUDY_ROOT = "<study>"
@@ -46,18 +57,25 @@ STUDY_ROOT = "<study>"
 # filter's, which only the filter stage reads (HASHED lists them for it).
 UNHASHED = ("resume", "logger", "study", "stage", "run_name", "filter", "dry_run")
 # Settings only the resource plan reads: a stage trains the same model whatever they say.
-PLAN_ONLY = {"model": ("shape",), "trainer": ("device_memory_gib", "device_tflops", "plan_mfu",
-             "plan_decode_mfu", "plan_prompt_tokens")}  # fmt: skip
+PLAN_ONLY = {
+    "model": ("shape",),
+    "trainer": ("device_memory_gib", "device_tflops", "plan_mfu", "plan_decode_mfu", "plan_prompt_tokens"),
+}
 
 
 # Settings added after study folders existed: at these values they enter no hash, so a folder
 # from before them keeps its stages (config hashes cover settings, not code).
-UNHASHED_AT = {("trainer", "micro_batch"): None, ("trainer", "skip_zero_advantage"): True,
-               ("sft", "trim_padding"): False,
-               ("algo", "vllm_importance_sampling_mode"): "sequence_mask",
-               ("algo", "vllm_importance_sampling_clip_max"): 3.0,
-               ("sft", "warmup_ratio"): 0.0, ("sft", "min_learning_rate"): None,
-               ("sft", "adam_beta1"): 0.9, ("sft", "adam_beta2"): 0.999}  # fmt: skip
+UNHASHED_AT = {
+    ("trainer", "micro_batch"): None,
+    ("trainer", "skip_zero_advantage"): True,
+    ("sft", "trim_padding"): False,
+    ("algo", "vllm_importance_sampling_mode"): "sequence_mask",
+    ("algo", "vllm_importance_sampling_clip_max"): 3.0,
+    ("sft", "warmup_ratio"): 0.0,
+    ("sft", "min_learning_rate"): None,
+    ("sft", "adam_beta1"): 0.9,
+    ("sft", "adam_beta2"): 0.999,
+}
 # the dtype final models and merges are written in (a finished stage's weights stay usable)
 UNHASHED_AT.update({("trainer", "save_dtype"): "auto", ("merge", "out_dtype"): "auto"})
 # vLLM sleep mode off is how every stage ran before the setting existed
@@ -100,10 +118,14 @@ def _hashed_part(resolved: dict, kind: str) -> dict:
 
 def user_overrides(argv: Sequence[str]) -> list[str]:
     """The study command's overrides that every stage inherits (its own ``study.*`` keys and
-    Hydra's settings stay with the study)."""
+    Hydra's settings stay with the study, but for the user's config folders,
+    ``hydra.searchpath``, which the stages compose from too)."""
     keep = []
     for arg in argv:
         key = arg.split("=", 1)[0].lstrip("+~")
+        if key == "hydra.searchpath":
+            keep.append(arg)
+            continue
         if key == "study" or key.startswith(("study.", "hydra.", "hydra/")):
             continue
         keep.append(arg)
@@ -209,8 +231,7 @@ def readable_settings(settings: Mapping[str, Any], root: Path) -> dict[str, str]
         else:
             out[prefix] = json.dumps(value, sort_keys=True, default=str)
 
-    walk("", {**rooted.get("config", {}), "entry": rooted.get("entry"),
-              "overrides": rooted.get("overrides")})  # fmt: skip
+    walk("", {**rooted.get("config", {}), "entry": rooted.get("entry"), "overrides": rooted.get("overrides")})
     return out
 
 
@@ -326,6 +347,5 @@ def node_argv(argv: Sequence[str], rank: int | str, main_ip: str, port: int) -> 
     address and port, given on the command line over the config file's placeholders."""
     argv = list(argv)
     at = argv.index("accelerate.commands.launch") + 1
-    flags = ["--machine_rank", str(rank), "--main_process_ip", main_ip,
-             "--main_process_port", str(port)]  # fmt: skip
+    flags = ["--machine_rank", str(rank), "--main_process_ip", main_ip, "--main_process_port", str(port)]
     return [*argv[:at], *flags, *argv[at:]]

@@ -19,12 +19,15 @@ from omegaconf import DictConfig
 
 
 def compose(overrides: Sequence[str], config_name: str = "train") -> DictConfig:
-    """The root config with ``overrides`` (``hydra.*`` ones dropped), as Hydra composes it."""
-    plain = [o for o in overrides if not o.split("=", 1)[0].startswith("hydra.")]
+    """The root config with ``overrides`` as Hydra composes it: ``hydra.*`` overrides are
+    dropped, but for ``hydra.searchpath`` (user config folders), which chooses what the groups
+    hold."""
+    search = [o for o in overrides if o.split("=", 1)[0].lstrip("+") == "hydra.searchpath"]
+    plain = [o for o in overrides if not o.split("=", 1)[0].lstrip("+~").startswith("hydra.")]
     apply = _value_applier()
     if apply is None:  # a Hydra without the function: compose everything at once
-        return _hydra_compose(config_name, tuple(plain))
-    groups: list[str] = []
+        return _hydra_compose(config_name, (*search, *plain))
+    groups: list[str] = [*search]
     values: list[str] = []
     for override in plain:
         (groups if names_group(override) else values).append(override)

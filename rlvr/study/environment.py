@@ -12,8 +12,19 @@ import platform
 from importlib import metadata
 from typing import Any
 
-PACKAGES = ("torch", "transformers", "trl", "accelerate", "peft", "datasets", "numpy",
-            "mergekit", "math-verify", "tokenizers", "safetensors")  # fmt: skip
+PACKAGES = (
+    "torch",
+    "transformers",
+    "trl",
+    "accelerate",
+    "peft",
+    "datasets",
+    "numpy",
+    "mergekit",
+    "math-verify",
+    "tokenizers",
+    "safetensors",
+)
 
 
 def environment() -> dict[str, Any]:

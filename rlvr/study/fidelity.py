@@ -67,9 +67,7 @@ class Fidelity:
 def load_recipe(path: Path) -> list[RecipeRow]:
     with path.open(newline="") as handle:
         return [
-            RecipeRow(
-                r["stage"], r["setting"], r["paper_value"], r.get("source", ""), r.get("note", "")
-            )
+            RecipeRow(r["stage"], r["setting"], r["paper_value"], r.get("source", ""), r.get("note", ""))
             for r in csv.DictReader(handle)
         ]
 
@@ -103,9 +101,7 @@ def table(
     return [_row(r, configs, deviations.get(r.key, ""), extractors) for r in recipe]
 
 
-def _row(
-    r: RecipeRow, c: StudyConfigs, reason: str, extractors: Mapping[str, Extractor]
-) -> FidelityRow:
+def _row(r: RecipeRow, c: StudyConfigs, reason: str, extractors: Mapping[str, Extractor]) -> FidelityRow:
     if r.key not in extractors:
         return FidelityRow(r.stage, r.setting, r.paper, "-", NOT_COVERED, reason)
     if r.stage == "sft" and c.sft is None:
@@ -121,14 +117,11 @@ def _row(
     return FidelityRow(r.stage, r.setting, r.paper, ours, status, reason)
 
 
-def problems(
-    rows: Sequence[FidelityRow], recipe: Sequence[RecipeRow], deviations: Mapping[str, str]
-) -> list[str]:
+def problems(rows: Sequence[FidelityRow], recipe: Sequence[RecipeRow], deviations: Mapping[str, str]) -> list[str]:
     """What the table cannot stand behind: uncovered rows, unexplained deviations, reasons
     that name no recipe row."""
     out = [
-        f"{r.stage}.{r.setting}: no extractor reads it from the stage configs "
-        "(rlvr/study/recipe_settings.py)"
+        f"{r.stage}.{r.setting}: no extractor reads it from the stage configs (rlvr/study/recipe_settings.py)"
         for r in rows
         if r.status == NOT_COVERED
     ]
@@ -143,9 +136,7 @@ def problems(
     return out
 
 
-def study_configs(
-    run: RunConfig, stages: Iterable[Stage], configs: Mapping[str, RunConfig]
-) -> StudyConfigs:
+def study_configs(run: RunConfig, stages: Iterable[Stage], configs: Mapping[str, RunConfig]) -> StudyConfigs:
     """The stage configs of a planned study, grouped by what each stage trains."""
     by_kind: dict[str, dict[str, RunConfig]] = {}
     expert_paths = set()
@@ -173,9 +164,7 @@ def study_configs(
     )
 
 
-def study_fidelity(
-    run: RunConfig, stages: Sequence[Stage], configs: Mapping[str, RunConfig]
-) -> Fidelity | None:
+def study_fidelity(run: RunConfig, stages: Sequence[Stage], configs: Mapping[str, RunConfig]) -> Fidelity | None:
     """The table of a study with ``study.recipe``; None without one; a message when the
     recipe file is missing."""
     path = recipe_file(run)

@@ -30,12 +30,30 @@ import time
 
 # what the stages import before their own work; each optional (a missing extra is skipped)
 PRELOAD = (
-    "torch", "numpy", "transformers", "datasets", "accelerate", "peft", "trl", "hydra",
-    "omegaconf", "safetensors", "psutil", "mergekit.merge", "mergekit.config",
-    "transformers.models.qwen2.modeling_qwen2", "transformers.models.llama.modeling_llama",
-    "rlvr.runs.cli", "rlvr.config", "rlvr.training.grpo", "rlvr.training.lean_sft",
-    "rlvr.evaluation.sampling", "rlvr.rewards.bridge", "verifiers", "tasks",
-)  # fmt: skip
+    "torch",
+    "numpy",
+    "transformers",
+    "datasets",
+    "accelerate",
+    "peft",
+    "trl",
+    "hydra",
+    "omegaconf",
+    "safetensors",
+    "psutil",
+    "mergekit.merge",
+    "mergekit.config",
+    "transformers.models.qwen2.modeling_qwen2",
+    "transformers.models.llama.modeling_llama",
+    "rlvr.runs.cli",
+    "rlvr.config",
+    "rlvr.training.grpo",
+    "rlvr.training.lean_sft",
+    "rlvr.evaluation.sampling",
+    "rlvr.rewards.bridge",
+    "verifiers",
+    "tasks",
+)
 
 
 def _send(fd: int, message: dict) -> None:
@@ -70,9 +88,7 @@ def _run_child(request: dict, closing: list[int]) -> None:
         os.dup2(log, 2)
         os.close(log)
         os.close(null)
-        os.write(
-            1, f"[rlvr.study] warm start: forked from the stage server {os.getppid()}\n".encode()
-        )
+        os.write(1, f"[rlvr.study] warm start: forked from the stage server {os.getppid()}\n".encode())
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.chdir(request["cwd"])
@@ -131,8 +147,15 @@ def serve() -> None:
     started = time.monotonic()
     loaded = _preload()
     threads = threading.active_count()
-    _send(replies, {"ready": threads == 1, "threads": threads, "preloaded": loaded,
-                    "seconds": round(time.monotonic() - started, 2)})  # fmt: skip
+    _send(
+        replies,
+        {
+            "ready": threads == 1,
+            "threads": threads,
+            "preloaded": loaded,
+            "seconds": round(time.monotonic() - started, 2),
+        },
+    )
     buffer = b""
     children: set[int] = set()
     while True:
@@ -157,8 +180,14 @@ def serve() -> None:
             if pid == 0:
                 break
             children.discard(pid)
-            _send(replies, {"pid": pid, "returncode": os.waitstatus_to_exitcode(status),
-                            "cpu_s": usage.ru_utime + usage.ru_stime})  # fmt: skip
+            _send(
+                replies,
+                {
+                    "pid": pid,
+                    "returncode": os.waitstatus_to_exitcode(status),
+                    "cpu_s": usage.ru_utime + usage.ru_stime,
+                },
+            )
 
 
 if __name__ == "__main__":

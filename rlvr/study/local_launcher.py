@@ -38,9 +38,14 @@ class LocalLauncher:
                 return handle
         with job.log.open("a") as fh:
             return subprocess.Popen(
-                job.argv, cwd=job.cwd, env={**os.environ, **job.env}, stdout=fh,
-                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
-            )  # fmt: skip
+                job.argv,
+                cwd=job.cwd,
+                env={**os.environ, **job.env},
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
 
     def warm_up(self, jobs: Sequence[StageJob]) -> None:
         """Start the stage servers ``jobs`` (the stages to come, in start order) will need."""

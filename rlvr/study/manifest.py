@@ -55,15 +55,12 @@ def mark_done(root: Path, stage: Stage, config_hash: str, facts: Mapping[str, An
     """Check the stage's outputs, then write its marker (the last thing a stage writes)."""
     if missing := missing_outputs(stage):
         raise RuntimeError(
-            f"stage {stage.name} exited 0 but its outputs are incomplete: "
-            f"{', '.join(str(p) for p in missing)}"
+            f"stage {stage.name} exited 0 but its outputs are incomplete: {', '.join(str(p) for p in missing)}"
         )
     write_json(marker_path(root, stage.name), {"hash": config_hash, **facts})
 
 
-def mark_started(
-    root: Path, stage: Stage, config_hash: str, settings: Mapping[str, str] | None = None
-) -> None:
+def mark_started(root: Path, stage: Stage, config_hash: str, settings: Mapping[str, str] | None = None) -> None:
     """Which config the stage's (possibly partial) outputs come from: a resume must match it.
     ``settings`` (dotted key -> value) let a later run say what changed when it does not."""
     record: dict[str, Any] = {"hash": config_hash}
@@ -72,9 +69,7 @@ def mark_started(
     write_json(root / MARKERS / f"{stage.name}.started.json", record)
 
 
-def changed_settings(
-    root: Path, stage: Stage, settings: Mapping[str, str] | None, limit: int = 4
-) -> str:
+def changed_settings(root: Path, stage: Stage, settings: Mapping[str, str] | None, limit: int = 4) -> str:
     """``a.b: 1 -> 2, c (new)``: how the stage's settings differ from those it ran with
     (empty when the folder does not record them: stages run before they were recorded)."""
     before = (read_json(root / MARKERS / f"{stage.name}.started.json") or {}).get("settings")

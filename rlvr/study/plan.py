@@ -110,12 +110,16 @@ def study_root(run: RunConfig) -> Path:
 
 
 def benchmarks(run: RunConfig) -> list[str]:
-    """``study.benchmarks``, else those of ``eval.tasks`` that belong to the study's domains."""
+    """``study.benchmarks``, else those of ``eval.tasks`` that belong to the study's domains;
+    with neither, the embedded model's study evaluates on the micro-suite's held-out sets (the
+    only benchmarks it can answer)."""
     if run.study.benchmarks:
         return list(run.study.benchmarks)
-    from rlvr.evaluation.benchmarks import benchmark_domain
+    from rlvr.evaluation.benchmarks import MICRO_PREFIX, benchmark_domain
 
     _check_names(run.eval.tasks, "eval.tasks")
+    if not run.eval.tasks and run.model.name == "tiny":
+        return [MICRO_PREFIX + d for d in run.study.domains]
     return [t for t in run.eval.tasks if benchmark_domain(t) in run.study.domains]
 
 
@@ -155,9 +159,7 @@ def check_plan_names(run: RunConfig) -> None:
     if s.jobs < 1:
         raise ConfigError(f"study.jobs={s.jobs}; run at least one stage at a time")
     if s.accelerate and not _accelerate_file(s.accelerate).is_file():
-        raise ConfigError(
-            f"study.accelerate={s.accelerate!r}: no conf/accelerate/{s.accelerate}.yaml"
-        )
+        raise ConfigError(f"study.accelerate={s.accelerate!r}: no conf/accelerate/{s.accelerate}.yaml")
 
 
 def _check_names(names: Sequence[str], key: str) -> None:
@@ -174,8 +176,7 @@ def _check_benchmarks(run: RunConfig) -> None:
     _check_names(run.study.benchmarks, "study.benchmarks")
     if not benchmarks(run):
         raise ConfigError(
-            f"no benchmarks for domains {run.study.domains}: set study.benchmarks=[...] "
-            "or eval.tasks=[...]"
+            f"no benchmarks for domains {run.study.domains}: set study.benchmarks=[...] or eval.tasks=[...]"
         )
 
 
@@ -272,9 +273,7 @@ def build_plan(run: RunConfig) -> list[Stage]:
     else:
         out = root / "sft"
         stages.append(
-            _training_stage(
-                "sft", "sft", "rlvr.sft", out, [_domain_option(run, s.domains), "resume=true"], []
-            )
+            _training_stage("sft", "sft", "rlvr.sft", out, [_domain_option(run, s.domains), "resume=true"], [])
         )
         sft = ModelRef("sft", str(out / "final"), "sft")
     ctx = PlanContext(run, root, sft, {}, {})
@@ -338,9 +337,7 @@ def _merge_stages(run: RunConfig, ctx: PlanContext, seed: int, stages: list[Stag
         yield ModelRef(f"{method}-seed{seed}", str(out), name)
 
 
-def merge_stage(
-    ctx: PlanContext, name: str, method: str, experts: Sequence[ModelRef], seed: int, out: Path
-) -> Stage:
+def merge_stage(ctx: PlanContext, name: str, method: str, experts: Sequence[ModelRef], seed: int, out: Path) -> Stage:
     """``rlvr.merge`` of ``experts`` onto the SFT model with a preset or mergekit method."""
     from rlvr.runs.cli import CONF_DIR
 
@@ -369,9 +366,7 @@ def _models_to_evaluate(run: RunConfig, ctx: PlanContext, merged: list[ModelRef]
     ]
 
 
-def eval_stage(
-    run: RunConfig, root: Path, model: ModelRef, names: Sequence[str] | None = None
-) -> Stage:
+def eval_stage(run: RunConfig, root: Path, model: ModelRef, names: Sequence[str] | None = None) -> Stage:
     """``model`` evaluated on ``names`` (default: the study's benchmarks) into ``root/eval``."""
     out = root / "eval" / model.label
     names = list(names) if names is not None else benchmarks(run)
@@ -393,7 +388,5 @@ def eval_stage(
 def _report_stage(run: RunConfig, root: Path, deps: list[str]) -> Stage:
     out = root / "report"
     overrides = (_domain_option(run, run.study.domains), f"report.study_dir={quote(str(root))}")
-    outputs = tuple(
-        out / f"{t}.md" for t in ("main_table", "merge_table", "diff_table", "cost_table")
-    )
+    outputs = tuple(out / f"{t}.md" for t in ("main_table", "merge_table", "diff_table", "cost_table"))
     return Stage("report", "report", "rlvr.report", overrides, tuple(deps), out, outputs)

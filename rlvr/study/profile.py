@@ -21,10 +21,13 @@ from rlvr.study.manifest import MANIFEST, read_json
 from rlvr.study.plan import GRPO_KINDS
 
 TRAINING = ("sft", *GRPO_KINDS, "distill")  # stages whose summary.json and metrics.jsonl split
-STEP_PARTS = {"generation": "time/generation_s", "grading": "time/reward_s",
-              "teachers": "time/teacher_s", "update": "time/update_s"}  # fmt: skip
-COLUMNS = ("start-up", "set-up & saves", "generation", "grading", "teachers", "update",
-           "sampling", "merge")  # fmt: skip
+STEP_PARTS = {
+    "generation": "time/generation_s",
+    "grading": "time/reward_s",
+    "teachers": "time/teacher_s",
+    "update": "time/update_s",
+}
+COLUMNS = ("start-up", "set-up & saves", "generation", "grading", "teachers", "update", "sampling", "merge")
 _SEED = re.compile(r"-seed(\d+)$")
 
 
@@ -69,11 +72,7 @@ def _inside(kind: str, out_dir: Path) -> tuple[float | None, dict[str, float]]:
         stepping = sum(parts.values())
         return inner, {"set-up & saves": max(inner - stepping, 0.0), **parts}
     if kind == "eval":
-        seconds = [
-            (read_json(p) or {}).get("seconds")
-            for p in out_dir.glob("*.json")
-            if p.name != "model.json"
-        ]
+        seconds = [(read_json(p) or {}).get("seconds") for p in out_dir.glob("*.json") if p.name != "model.json"]
         found = [s for s in seconds if isinstance(s, (int, float))]
         return (sum(found), {"sampling": sum(found)}) if found else (None, {})
     if kind == "merge":

@@ -57,9 +57,7 @@ class Progress:
         detail = stage_detail(stage) if status == "running" else ""
         return f"  {status:<8} {elapsed}  {stage.name:<28} {detail}".rstrip()
 
-    def render(
-        self, status: Mapping[str, str], running: Mapping[str, float], final: bool = False
-    ) -> None:
+    def render(self, status: Mapping[str, str], running: Mapping[str, float], final: bool = False) -> None:
         if self.tty:
             lines = [self._line(s, status[s.name], running.get(s.name)) for s in self.stages]
             head = f"study: {time.time() - self.began:.0f} s"
@@ -75,10 +73,13 @@ class Progress:
             if running and (beat or final):
                 self.last_heartbeat = time.time()
                 active = [s for s in self.stages if s.name in running]
-                self.out.write("  ... " + "; ".join(
-                    f"{s.name} {time.time() - running[s.name]:.0f}s {stage_detail(s)}".rstrip()
-                    for s in active
-                ) + "\n")  # fmt: skip
+                self.out.write(
+                    "  ... "
+                    + "; ".join(
+                        f"{s.name} {time.time() - running[s.name]:.0f}s {stage_detail(s)}".rstrip() for s in active
+                    )
+                    + "\n"
+                )
         self.last = dict(status)
         self.out.flush()
 
@@ -126,9 +127,7 @@ def _cost_ratio(report: Path) -> str | None:
     return None
 
 
-def closing_screen(
-    root: Path, stages: Sequence[Stage], status: Mapping[str, str], entries: Mapping[str, dict]
-) -> str:
+def closing_screen(root: Path, stages: Sequence[Stage], status: Mapping[str, str], entries: Mapping[str, dict]) -> str:
     """The report's main table, the mixed/separate cost ratio, failures, and where files are."""
     lines: list[str] = []
     report = root / "report"
@@ -146,17 +145,10 @@ def closing_screen(
             log = log_path(root, s.name)
             tail = log.read_text(errors="replace").splitlines()[-8:] if log.is_file() else []
             job = entry.get("job_id")
-            cluster = (
-                f"SLURM job {job} {entry['slurm_state']}, " if entry.get("slurm_state") else ""
-            )
-            lines.append(
-                f"FAILED {s.name} ({cluster}exit status {entry.get('returncode')}); log: {log}"
-            )
+            cluster = f"SLURM job {job} {entry['slurm_state']}, " if entry.get("slurm_state") else ""
+            lines.append(f"FAILED {s.name} ({cluster}exit status {entry.get('returncode')}); log: {log}")
             lines += ["    " + t for t in tail]
-            if (
-                cluster
-                and (job_log := root / ".submitit" / str(job) / f"{job}_0_log.err").is_file()
-            ):
+            if cluster and (job_log := root / ".submitit" / str(job) / f"{job}_0_log.err").is_file():
                 lines.append(f"    the job's own log (submitit, SLURM): {job_log}")
     if blocked := [s.name for s in stages if status.get(s.name) == "blocked"]:
         lines.append(f"not run (an input stage failed): {', '.join(blocked)}")

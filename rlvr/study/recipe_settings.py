@@ -225,9 +225,7 @@ EXTRACTORS: dict[str, Extractor] = {
     "rl.max_prompt_length": _rl(lambda r: "no limit (prompts are passed whole)"),
     "rl.temperature": _rl(lambda r: number(r.algo.temperature)),
     "rl.top_p": _rl(lambda r: number(r.algo.top_p)),
-    "rl.learning_rate": _rl(
-        lambda r: _lr(r.algo.learning_rate, r.algo.lr_scheduler_type, r.algo.warmup_steps)
-    ),
+    "rl.learning_rate": _rl(lambda r: _lr(r.algo.learning_rate, r.algo.lr_scheduler_type, r.algo.warmup_steps)),
     "rl.adam_betas": _rl(lambda r: f"{number(r.algo.adam_beta1)}/{number(r.algo.adam_beta2)}"),
     "rl.weight_decay": _rl(lambda r: number(r.algo.weight_decay)),
     "rl.clip_low": _rl(lambda r: number(r.algo.epsilon)),
@@ -245,22 +243,16 @@ EXTRACTORS: dict[str, Extractor] = {
     "mt_opd.advantage": _opd(_advantage),
     "mt_opd.prompts_per_step": _opd(lambda r: str(r.distill.prompts_per_step)),
     "mt_opd.samples_per_prompt": _opd(lambda r: str(r.distill.samples_per_prompt)),
-    "mt_opd.global_batch": _opd(
-        lambda r: str(r.distill.prompts_per_step * r.distill.samples_per_prompt)
-    ),
+    "mt_opd.global_batch": _opd(lambda r: str(r.distill.prompts_per_step * r.distill.samples_per_prompt)),
     "mt_opd.steps": _opd(_distill_steps),
     "mt_opd.learning_rate": _opd(
         lambda r: _lr(r.distill.learning_rate, r.distill.lr_scheduler_type, r.distill.warmup_steps)
     ),
-    "mt_opd.adam_betas": _opd(
-        lambda r: f"{number(r.distill.adam_beta1)}/{number(r.distill.adam_beta2)}"
-    ),
+    "mt_opd.adam_betas": _opd(lambda r: f"{number(r.distill.adam_beta1)}/{number(r.distill.adam_beta2)}"),
     "mt_opd.weight_decay": _opd(lambda r: number(r.distill.weight_decay)),
     "mt_opd.max_response_length": _opd(lambda r: str(r.distill.max_completion_length)),
     "mt_opd.temperature": _opd(lambda r: number(r.distill.temperature)),
-    "merge.base": lambda c: each(
-        c.merges, lambda r: "SFT model" if r.merge.base == c.sft_path else str(r.merge.base)
-    ),
+    "merge.base": lambda c: each(c.merges, lambda r: "SFT model" if r.merge.base == c.sft_path else str(r.merge.base)),
     "merge.inputs": lambda c: each(
         c.merges,
         lambda r: (

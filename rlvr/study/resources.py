@@ -17,9 +17,7 @@ from rlvr.study.commands import accelerate_layout, machines
 from rlvr.study.plan import Stage
 
 
-def resource_plan(
-    stages: Sequence[Stage], configs: Mapping[str, RunConfig], run: RunConfig
-) -> list[StagePlan]:
+def resource_plan(stages: Sequence[Stage], configs: Mapping[str, RunConfig], run: RunConfig) -> list[StagePlan]:
     """One plan per stage: training stages on ``study.accelerate``'s processes (sharded when it
     is an FSDP config), every other stage on one device."""
     total, sharded, _, _ = accelerate_layout(run.study.accelerate)

@@ -150,9 +150,13 @@ def _start_ready(stages, status, running, jobs, launcher: Launcher, manifest: Ma
         status[stage.name] = "running"
         job_id = getattr(handle, "job_id", None)  # SLURM's (a rerun follows it) or a pid
         manifest.update(
-            stage.name, status="running", start=time.time(), end=None, job_id=job_id,
+            stage.name,
+            status="running",
+            start=time.time(),
+            end=None,
+            job_id=job_id,
             slurm_state=None,
-        )  # fmt: skip
+        )
 
 
 def _twin_running(stage: Stage, by_name: Mapping[str, Stage], running) -> bool:
@@ -174,16 +178,11 @@ def _missing_input(stage: Stage, by_name: Mapping[str, Stage], status) -> str | 
         if dep not in by_name or status[dep] not in FINISHED:
             continue
         if missing := missing_outputs(by_name[dep]):
-            return (
-                f"input {missing[0]} is missing; stage {dep} makes it: rerun the study "
-                f"command and {dep} runs again"
-            )
+            return f"input {missing[0]} is missing; stage {dep} makes it: rerun the study command and {dep} runs again"
     return None
 
 
-def _finished(
-    name: str, code: int, started: float, job: StageJob, status, manifest, cpu_s=None
-) -> None:
+def _finished(name: str, code: int, started: float, job: StageJob, status, manifest, cpu_s=None) -> None:
     """Check the outputs and write the marker (again, for submitit jobs that wrote their own)."""
     facts = job.finish(code, time.time() - started, cpu_s)
     status[name] = "done" if facts["returncode"] == 0 else "failed"

@@ -14,14 +14,35 @@ from pathlib import Path
 from rlvr.study.manifest import MANIFEST, read_json, write_json
 
 # A job in one of these may still run (or run again) and finish its stage.
-ACTIVE = frozenset({
-    "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_FED",
-    "REQUEUE_HOLD", "RESIZING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT", "PREEMPTED",
-})  # fmt: skip
+ACTIVE = frozenset(
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "REQUEUED",
+        "REQUEUE_FED",
+        "REQUEUE_HOLD",
+        "RESIZING",
+        "SUSPENDED",
+        "STOPPED",
+        "SIGNALING",
+        "STAGE_OUT",
+        "PREEMPTED",
+    }
+)
 # Ended without its stage: the job's dependents can never start.
-FAILED = frozenset({
-    "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
-})  # fmt: skip
+FAILED = frozenset(
+    {
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "BOOT_FAIL",
+        "DEADLINE",
+    }
+)
 
 
 def _run(argv: list[str]) -> str:
@@ -40,8 +61,7 @@ def job_states(job_ids: Iterable[str]) -> dict[str, str]:
         return {}
     states = _parse(_run(["squeue", "-h", "-t", "all", "-o", "%i|%T", "-j", ",".join(ids)]))
     if rest := [i for i in ids if i not in states]:
-        states.update(_parse(_run(["sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j",
-                                   ",".join(rest)])))  # fmt: skip
+        states.update(_parse(_run(["sacct", "-n", "-P", "-X", "-o", "JobID,State", "-j", ",".join(rest)])))
     return {i: states[i] for i in ids if i in states}
 
 

@@ -115,8 +115,7 @@ class ForkServer:
         if module is None or not self._up(env) or env != self.env:
             return None
         self._next += 1
-        request = {"id": self._next, "module": module, "args": argv[3:], "env": env,
-                   "cwd": cwd, "log": log}  # fmt: skip
+        request = {"id": self._next, "module": module, "args": argv[3:], "env": env, "cwd": cwd, "log": log}
         try:
             self._proc.stdin.write((json.dumps(request) + "\n").encode())
             self._proc.stdin.flush()
@@ -196,10 +195,14 @@ class ForkServer:
         os.makedirs(os.path.dirname(self.log) or ".", exist_ok=True)
         with open(self.log, "a") as log:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "rlvr.study.forkserver"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=log, env=self.env, start_new_session=True,
+                [sys.executable, "-m", "rlvr.study.forkserver"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=self.env,
+                start_new_session=True,
                 preexec_fn=_die_with_parent,
-            )  # fmt: skip
+            )
 
     def _break(self, why: str) -> None:
         import logging

@@ -37,9 +37,7 @@ class RunIdentity:
     tags: tuple[str, ...]
 
 
-def identity(
-    run: RunConfig, run_dir: Path, verb: str, sweep: SweepPoint | None = None
-) -> RunIdentity:
+def identity(run: RunConfig, run_dir: Path, verb: str, sweep: SweepPoint | None = None) -> RunIdentity:
     """The W&B identity of the stage ``run`` runs in ``run_dir`` (``verb``: rl, sft, distill,
     evaluate, ...); ``sweep``: the Hydra multirun point this run is, if any."""
     tags = _tags(run)
@@ -64,9 +62,7 @@ def study_folder(run: RunConfig, run_dir: Path) -> Path | None:
     """The study folder a stage belongs to: the nearest folder holding ``study.json`` above the
     run folder, or the evaluation's or report's output folder where that is one."""
     candidates = [Path(run_dir).resolve(), *Path(run_dir).resolve().parents]
-    candidates += [
-        Path(p).expanduser().resolve() for p in (run.eval.out_dir, run.report.study_dir) if p
-    ]
+    candidates += [Path(p).expanduser().resolve() for p in (run.eval.out_dir, run.report.study_dir) if p]
     return next((c for c in candidates if (c / MANIFEST).is_file()), None)
 
 
@@ -87,9 +83,7 @@ def _stage_record(study: Path, name: str) -> dict[str, Any] | None:
 def _tags(run: RunConfig) -> tuple[str, ...]:
     domains = sorted(run.domains)
     arm = "mixed" if len(domains) > 1 else (domains[0] if domains else "")
-    return tuple(
-        t for t in (*domains, f"arm:{arm}" if arm else "", f"seed:{run.trainer.seed}") if t
-    )
+    return tuple(t for t in (*domains, f"arm:{arm}" if arm else "", f"seed:{run.trainer.seed}") if t)
 
 
 def _digest(*parts: str) -> str:

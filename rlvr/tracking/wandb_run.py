@@ -165,9 +165,7 @@ def _swept_values(sweep_dir: Path, point_overrides: list[str]) -> str:
     try:
         record = OmegaConf.load(sweep_dir / "multirun.yaml")
         swept = {
-            o.key_or_group
-            for o in parser.parse_overrides(list(record.hydra.overrides.task))
-            if o.is_sweep_override()
+            o.key_or_group for o in parser.parse_overrides(list(record.hydra.overrides.task)) if o.is_sweep_override()
         }
     except Exception as err:  # noqa: BLE001 - a missing or foreign record: name by the folder
         log.debug("sweep record unreadable (%s): runs named by their folders", err)

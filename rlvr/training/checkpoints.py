@@ -31,9 +31,7 @@ def _sharded_complete(folder: Path) -> bool:
     ``.metadata`` is written after every rank's shard, for the model and the optimizer."""
     models = list(folder.glob("pytorch_model_fsdp_*"))
     optimizers = list(folder.glob("optimizer_*"))
-    return bool(models) and all(
-        (d / ".metadata").exists() for d in models + optimizers if d.is_dir()
-    )
+    return bool(models) and all((d / ".metadata").exists() for d in models + optimizers if d.is_dir())
 
 
 def _state_parses(folder: Path) -> bool:
@@ -106,8 +104,6 @@ def train_from(trainer, checkpoint: str | None, save_every_min: float = 0.0) -> 
         log.warning("%s holds the last step; sharded resume may train one more", checkpoint)
         trainer.train(resume_from_checkpoint=checkpoint)
         return
-    log.info(
-        "%s holds the last step (%d): loading it, nothing left to train", checkpoint, max_steps
-    )
+    log.info("%s holds the last step (%d): loading it, nothing left to train", checkpoint, max_steps)
     trainer._load_from_checkpoint(checkpoint)
     trainer.state = state

@@ -33,7 +33,8 @@ class RLVRGRPOTrainer(GRPOTrainer):
     that end early on a background thread, ``score_ahead``), ``_tool_call_loop`` (to
     hand those episodes over in TRL's shapes), ``_get_per_token_logps_and_entropies`` (the
     log-prob forward in length-sorted chunks cut to their rows' columns, each distinct prompt
-    encoded once: ``trim_padding``, ``share_prompts``, ``rlvr.lean_forward.trimmed``) and the checkpoint save/load of the batch held ahead."""
+    encoded once: ``trim_padding``, ``share_prompts``, ``rlvr.lean_forward.trimmed``) and the checkpoint
+    save/load of the batch held ahead."""
 
     def __init__(
         self,
@@ -63,9 +64,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self._ahead_source = None
         self._next_batch = None  # the next step's generation batch, once seen
         self._lean_forward = self._build_lean_forward(trim_padding, share_prompts)
-        self._rows_kept_because = (
-            skippable(self) if skip_zero_advantage else "trainer.skip_zero_advantage=false"
-        )
+        self._rows_kept_because = skippable(self) if skip_zero_advantage else "trainer.skip_zero_advantage=false"
         self.skip_zero_advantage = self._rows_kept_because is None
         self.rows_skipped = self.rows_seen = 0
         why = sampler_unsupported(self)
@@ -90,8 +89,9 @@ class RLVRGRPOTrainer(GRPOTrainer):
         most_chunks = None
         if self.accelerator.num_processes > 1:
             if share:
-                logger.info("share_prompts is off with %d processes: trimmed chunks only",
-                            self.accelerator.num_processes)  # fmt: skip
+                logger.info(
+                    "share_prompts is off with %d processes: trimmed chunks only", self.accelerator.num_processes
+                )
             share, most_chunks = False, self._most_over_ranks
         if not (trim or share):
             return None
@@ -130,20 +130,22 @@ class RLVRGRPOTrainer(GRPOTrainer):
         lean = self._lean_forward
         if lean is None or compute_aux_loss or any(v is not None for v in inputs.values()):
             return parent(
-                model, input_ids, attention_mask, logits_to_keep, batch_size,
-                compute_entropy, compute_aux_loss, **inputs,
-            )  # fmt: skip
-        return lean(
-            model, parent, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy
-        )
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size,
+                compute_entropy,
+                compute_aux_loss,
+                **inputs,
+            )
+        return lean(model, parent, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy)
 
     def _compute_loss(self, model, inputs):
         """TRL's loss, on the rows whose advantage is nonzero (``rlvr.lean_forward.zero_advantage``):
         the same loss and gradient without the forward and backward of rows that add nothing."""
         most = self._most_over_ranks if self.accelerator.num_processes > 1 else None
-        kept = (
-            rows_with_gradient(inputs, self.loss_type, most) if self.skip_zero_advantage else None
-        )
+        kept = rows_with_gradient(inputs, self.loss_type, most) if self.skip_zero_advantage else None
         rows = inputs["advantages"].size(0)
         self.rows_seen += rows
         if kept is None:
@@ -182,9 +184,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
 
         adaptive = self.mixture_sampler.adaptive
         names = adaptive.domains
-        local = batch_report(
-            [x["domain"] for x in inputs], advantages.tolist(), adaptive.settings.signal
-        )
+        local = batch_report([x["domain"] for x in inputs], advantages.tolist(), adaptive.settings.signal)
         totals = torch.tensor(
             [[local.get(d, (0.0, 0))[0], local.get(d, (0.0, 0))[1]] for d in names],
             dtype=torch.float64,
@@ -242,9 +242,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         self._next_batch = self._ahead[0] if self._ahead else None
         return batches, self._get_num_items_in_batch(batches, device)
 
-    def _generate_single_turn(
-        self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False
-    ):
+    def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         first, self._first_turn = self._first_turn, False
         if first and self._runs_episodes():  # whole episodes; _tool_call_loop hands them over
             from rlvr.rollouts.tool_loop import run_rollouts
@@ -288,9 +286,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         held, self._rollouts = self._rollouts, None
         rollouts = held[1] if held is not None and held[0] is prompt_ids else None
         if rollouts is None:  # not this batch's first turns: TRL's own loop
-            return super()._tool_call_loop(
-                prompts, prompt_ids, completion_ids, completions, logprobs, *rest
-            )
+            return super()._tool_call_loop(prompts, prompt_ids, completion_ids, completions, logprobs, *rest)
         return (
             rollouts.tool_mask,
             rollouts.messages,
@@ -302,9 +298,7 @@ class RLVRGRPOTrainer(GRPOTrainer):
         )
 
     def _save_checkpoint(self, model, trial):
-        folder = Path(self._get_output_dir(trial=trial)) / (
-            f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
-        )
+        folder = Path(self._get_output_dir(trial=trial)) / (f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
         if self.lookahead is not None:
             self.lookahead.save(folder)
         if self.mixture_sampler is not None and self.args.should_save:
@@ -339,7 +333,10 @@ class RLVRGRPOTrainer(GRPOTrainer):
         they stayed), and how many of the rows seen did."""
         share = self.rows_skipped / self.rows_seen if self.rows_seen else 0.0
         why = self._rows_kept_because
-        return {"skip_zero_advantage": self.skip_zero_advantage,
-                **({"zero_advantage_kept_because": why} if why else {}),
-                "rows": self.rows_seen, "rows_skipped": self.rows_skipped,
-                "rows_skipped_share": round(share, 4)}  # fmt: skip
+        return {
+            "skip_zero_advantage": self.skip_zero_advantage,
+            **({"zero_advantage_kept_because": why} if why else {}),
+            "rows": self.rows_seen,
+            "rows_skipped": self.rows_skipped,
+            "rows_skipped_share": round(share, 4),
+        }

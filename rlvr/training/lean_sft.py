@@ -43,9 +43,7 @@ class LeanSFTTrainer(SFTTrainer):
         chunked = None
         if self.trim_padding and not return_outputs and "attention_mask" in inputs:
             inputs["use_cache"] = False
-            chunked = chunked_sft_loss(
-                model, inputs, num_items_in_batch, dft=self.args.loss_type == "dft"
-            )
+            chunked = chunked_sft_loss(model, inputs, num_items_in_batch, dft=self.args.loss_type == "dft")
         if chunked is None:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         self.chunks_run += chunked.chunks
@@ -56,9 +54,7 @@ class LeanSFTTrainer(SFTTrainer):
         valid = chunked.label_tokens
         metrics = self._metrics[mode]
         metrics["entropy"].append((chunked.entropy_sum / valid).item() if valid > 0 else 0.0)
-        metrics["mean_token_accuracy"].append(
-            (chunked.correct / valid).item() if valid > 0 else 0.0
-        )
+        metrics["mean_token_accuracy"].append((chunked.correct / valid).item() if valid > 0 else 0.0)
         if mode == "train":
             self._total_train_tokens += int(inputs["attention_mask"].sum())
         metrics["num_tokens"] = [self._total_train_tokens]

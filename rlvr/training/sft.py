@@ -67,9 +67,7 @@ def _scheduler_kwargs(run: RunConfig) -> dict | None:
     return {"min_lr": floor} if floor is not None else None
 
 
-def run_sft(
-    run: RunConfig, model_path: str, out_dir: Path, tracker: Any = None
-) -> tuple[Path, float]:
+def run_sft(run: RunConfig, model_path: str, out_dir: Path, tracker: Any = None) -> tuple[Path, float]:
     """Fine-tune on demonstrations; returns (folder, seconds). The loss covers what the model
     generates: the completion of prompt/completion examples, the assistant turns (their end
     token included) of ``messages`` conversations, through the model's own chat template

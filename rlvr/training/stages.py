@@ -72,9 +72,7 @@ def wants_warm_start(run: RunConfig) -> bool:
         return run.sft.enabled
     embedded = run.model.name == "tiny"
     if not embedded:
-        log.info(
-            "no SFT warm start for %s (pretrained); sft.enabled=true forces one", run.model.name
-        )
+        log.info("no SFT warm start for %s (pretrained); sft.enabled=true forces one", run.model.name)
     return embedded
 
 
@@ -85,9 +83,7 @@ def warm_start(run: RunConfig, base_path: str, out_dir: Path) -> tuple[str, floa
     return str(path), seconds
 
 
-def heldout_eval(
-    run: RunConfig, model_path: str, data: dict[str, DomainData], scorer: Scorer
-) -> dict[str, Any]:
+def heldout_eval(run: RunConfig, model_path: str, data: dict[str, DomainData], scorer: Scorer) -> dict[str, Any]:
     """Avg@k (sampled) and greedy accuracy per domain on held-out rows, spread over the ranks.
 
     The rows are capped to ``eval.in_run_token_budget`` generated tokens; each rank scores
@@ -114,9 +110,7 @@ def heldout_eval(
             model_path,
         )
         return {}
-    decoding = Decoding(
-        k=e.k, temperature=e.temperature, top_p=e.top_p, max_new_tokens=e.max_new_tokens
-    )
+    decoding = Decoding(k=e.k, temperature=e.temperature, top_p=e.top_p, max_new_tokens=e.max_new_tokens)
     rows = cap_to_token_budget(rows, decoding, e.greedy, e.in_run_token_budget)
     join_process_group(run.trainer.use_cpu)
     rank, world = rank_and_world()
@@ -163,14 +157,10 @@ def _sampler_factory(run: RunConfig, dataset):
     domains = dataset["domain"]
     schedule = mixture_schedule(run)  # weights by training step, or None
     weights = (
-        {d: c.weight for d, c in run.domains.items()}
-        if run.mixture.mode == "weighted" and schedule is None
-        else None
+        {d: c.weight for d, c in run.domains.items()} if run.mixture.mode == "weighted" and schedule is None else None
     )
 
-    def factory(
-        mini_repeat_count: int, batch_size: int, repeat_count: int, steps_per_batch: int = 1
-    ):
+    def factory(mini_repeat_count: int, batch_size: int, repeat_count: int, steps_per_batch: int = 1):
         return MixtureSampler(
             domains=domains,
             mini_repeat_count=mini_repeat_count,
@@ -187,9 +177,7 @@ def _sampler_factory(run: RunConfig, dataset):
     return factory
 
 
-def grpo(
-    run: RunConfig, start_path: str, data: dict[str, DomainData], scorer: Scorer, run_dir: Path
-):
+def grpo(run: RunConfig, start_path: str, data: dict[str, DomainData], scorer: Scorer, run_dir: Path):
     """TRL GRPO from ``start_path``; returns (final model folder, run facts)."""
     import time
 

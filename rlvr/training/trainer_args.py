@@ -62,9 +62,7 @@ def vllm_utilization(run: RunConfig, kind: str) -> float:
     )
 
 
-def trainer_arguments(
-    run: RunConfig, output_dir: Path, accumulation: int, kind: str = "rl"
-) -> dict[str, Any]:
+def trainer_arguments(run: RunConfig, output_dir: Path, accumulation: int, kind: str = "rl") -> dict[str, Any]:
     """The fields every TRL trainer config takes from the ``trainer`` and ``model`` groups;
     ``accumulation``: micro-batches per optimizer step (``micro_batches``); ``kind``: the
     stage's kind (rl, distill), which sizes vLLM's ``auto`` share."""

@@ -40,9 +40,7 @@ class Source:
 # Blend ``dataset`` value -> source (from the Nemotron recipe's placeholder resolver)
 SOURCES: Mapping[str, Source] = {
     "nano_v3_sft_profiled_dapo17k": Source("BytedTsinghua-SIA/DAPO-Math-17k", "train", "dapo"),
-    "nano_v3_sft_profiled_skywork_no_omni": Source(
-        "Skywork/Skywork-OR1-RL-Data", "math", "skywork"
-    ),
+    "nano_v3_sft_profiled_skywork_no_omni": Source("Skywork/Skywork-OR1-RL-Data", "math", "skywork"),
 }
 HUB_IDS: tuple[str, ...] = tuple(sorted({s.hub_id for s in SOURCES.values()}))
 
@@ -131,9 +129,7 @@ def _fingerprint(paths: Iterable[str | os.PathLike[str]]) -> str:
     digest = hashlib.sha256()
     for p in paths:
         stat = Path(p).expanduser().stat()
-        digest.update(
-            f"{Path(p).expanduser().resolve()}|{stat.st_size}|{stat.st_mtime_ns}\n".encode()
-        )
+        digest.update(f"{Path(p).expanduser().resolve()}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
 
 

@@ -65,10 +65,7 @@ def io_reference(io: Any, fn_name: str | None = None) -> dict[str, Any]:
         cases = [{"input": _stdio_text(i), "output": _stdio_text(o)} for i, o in pairs]
         return {"style": "stdio", "cases": cases}
     # APPS/TACO wrap a call's return value in a one-element list; unwrap it.
-    cases = [
-        {"args": list(i), "expected": o[0] if isinstance(o, list) and len(o) == 1 else o}
-        for i, o in pairs
-    ]
+    cases = [{"args": list(i), "expected": o[0] if isinstance(o, list) and len(o) == 1 else o} for i, o in pairs]
     return {"style": "call", "fn_name": fn_name, "class_name": "Solution", "cases": cases}
 
 
@@ -91,9 +88,7 @@ def taco_apps(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
 
 
 def _code(name: str, adapt, **kw: Any) -> TaskSpec:
-    return register_task(
-        TaskSpec(name=name, domain="code", verifier="code", prompt_format="code", adapt=adapt, **kw)
-    )
+    return register_task(TaskSpec(name=name, domain="code", verifier="code", prompt_format="code", adapt=adapt, **kw))
 
 
 _code(

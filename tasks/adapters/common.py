@@ -85,7 +85,5 @@ def messages_of(value: Any) -> list[dict[str, str]]:
         content = m.get("content", m.get("value"))
         if role is None or content is None:
             raise SkipRow("message without role or content")
-        out.append(
-            {"role": {"human": "user", "gpt": "assistant"}.get(role, role), "content": content}
-        )
+        out.append({"role": {"human": "user", "gpt": "assistant"}.get(role, role), "content": content})
     return out

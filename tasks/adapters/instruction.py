@@ -162,9 +162,7 @@ def read_ifgen(req: LoadRequest, spec: TaskSpec):
 
 
 def ifgen(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
-    return ctx.row(
-        build_prompt("instruction", raw["prompt"]), scorable(raw["reference"]), raw["key"]
-    )
+    return ctx.row(build_prompt("instruction", raw["prompt"]), scorable(raw["reference"]), raw["key"])
 
 
 def _if(name: str, adapt, **kw: Any) -> TaskSpec:

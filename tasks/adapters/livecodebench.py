@@ -44,8 +44,7 @@ HUB_ID = "livecodebench/code_generation_lite"
 # them, are downloaded instead.
 HUB_REVISION = "fd01d39fef386440b71bddf621cf0eb2df2b16d0"
 RELEASE_FILES = {
-    f"release_v{n}": tuple(["test.jsonl"] + [f"test{i}.jsonl" for i in range(2, n + 1)])
-    for n in range(1, 7)
+    f"release_v{n}": tuple(["test.jsonl"] + [f"test{i}.jsonl" for i in range(2, n + 1)]) for n in range(1, 7)
 }
 WINDOWS = {  # task -> (first day, day after the last), see the module docstring
     "livecodebench_v5": (date(2024, 8, 1), date(2025, 2, 1)),
@@ -150,9 +149,7 @@ def contest_day(raw: Mapping[str, Any]) -> date:
     try:
         return datetime.fromisoformat(str(value)).date()
     except ValueError:
-        raise ValueError(
-            f"LiveCodeBench row {raw.get('question_id')!r}: bad date {value!r}"
-        ) from None
+        raise ValueError(f"LiveCodeBench row {raw.get('question_id')!r}: bad date {value!r}") from None
 
 
 def in_window(task: str):

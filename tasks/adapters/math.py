@@ -58,9 +58,7 @@ def dapo(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
 
 
 def _math(name: str, adapt, **kw: Any) -> TaskSpec:
-    return register_task(
-        TaskSpec(name=name, domain="math", verifier="math", prompt_format="math", adapt=adapt, **kw)
-    )
+    return register_task(TaskSpec(name=name, domain="math", verifier="math", prompt_format="math", adapt=adapt, **kw))
 
 
 _math(

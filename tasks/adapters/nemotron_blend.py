@@ -109,9 +109,7 @@ def agent(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
     params = _params(raw, ctx)
     named = str(raw.get("environment_name") or WORKBENCH_ENV)
     if named not in ENVIRONMENT_NAMES:
-        raise SkipRow(
-            f"environment {named!r} is not emulated (only {', '.join(ENVIRONMENT_NAMES)})"
-        )
+        raise SkipRow(f"environment {named!r} is not emulated (only {', '.join(ENVIRONMENT_NAMES)})")
     gold = json_field(col(raw, "ground_truth", ctx), "ground_truth")
     if not isinstance(gold, list) or not all(isinstance(c, Mapping) for c in gold):
         raise SkipRow("ground_truth is not a list of calls")
@@ -128,9 +126,7 @@ def agent(raw: Mapping[str, Any], ctx: RowContext) -> dict[str, Any]:
     try:
         problems = workbench.gold_problems(task)
     except workbench_data.DatabaseMissingError:
-        raise SkipRow(
-            f"workbench database not found at {folder}: {workbench_data.SOURCE_HINT}"
-        ) from None
+        raise SkipRow(f"workbench database not found at {folder}: {workbench_data.SOURCE_HINT}") from None
     if problems:
         raise SkipRow(f"gold call cannot be replayed: {problems[0][:120]}")
     env = ENVIRONMENT_NAMES[named]

@@ -105,8 +105,7 @@ def read_redux_subjects(req: LoadRequest, spec: TaskSpec) -> Iterable[Mapping[st
     import datasets
 
     parts = [
-        (s, datasets.load_dataset(spec.hub_id, s, split=req.split, revision=spec.hub_revision))
-        for s in REDUX_SUBJECTS
+        (s, datasets.load_dataset(spec.hub_id, s, split=req.split, revision=spec.hub_revision)) for s in REDUX_SUBJECTS
     ]
     return ({**row, "subject": subject} for subject, part in parts for row in part)
 

@@ -22,11 +22,7 @@ def xlam_function(tool: Mapping[str, Any]) -> dict[str, Any]:
         name: {"type": str(p.get("type", "string")), "description": str(p.get("description", ""))}
         for name, p in params.items()
     }
-    required = [
-        n
-        for n, p in params.items()
-        if "optional" not in str(p.get("type", "")) and "default" not in p
-    ]
+    required = [n for n, p in params.items() if "optional" not in str(p.get("type", "")) and "default" not in p]
     return {
         "name": tool["name"],
         "description": tool.get("description", ""),

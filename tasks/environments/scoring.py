@@ -54,9 +54,7 @@ class EnvironmentReplayVerifier:
         except UnknownEnvironmentError as exc:
             return Verdict.error(str(exc))
         verdict = episode_verdict(environment)
-        return (
-            verdict if verdict is not None else Verdict.error("reference holds no environment task")
-        )
+        return verdict if verdict is not None else Verdict.error("reference holds no environment task")
 
 
 register("workplace", EnvironmentReplayVerifier)

@@ -83,9 +83,7 @@ def tool(*, writes: bool) -> Callable[[Callable[..., str]], Callable[..., str]]:
             for name, value in arguments.items():
                 problem = _type_problem(name, value, hints.get(name))
                 if problem:
-                    return _fail(
-                        self, method.__name__, arguments, writes, f"{method.__name__}: {problem}"
-                    )
+                    return _fail(self, method.__name__, arguments, writes, f"{method.__name__}: {problem}")
             try:
                 result = method(self, **arguments)
             except ToolError as exc:
@@ -99,9 +97,7 @@ def tool(*, writes: bool) -> Callable[[Callable[..., str]], Callable[..., str]]:
     return decorate
 
 
-def _fail(
-    env: HasCallLog, name: str, arguments: Mapping[str, Any], writes: bool, message: str
-) -> str:
+def _fail(env: HasCallLog, name: str, arguments: Mapping[str, Any], writes: bool, message: str) -> str:
     safe = {str(k): clip(repr(v), 80) for k, v in arguments.items()}
     env._calls.append(CallRecord(name, safe, False, writes))
     return ERROR + clip(message, 300)
@@ -144,34 +140,22 @@ def compare_episode(
     extracted = clip(str([c.name for c in done]), 200)
     position = 0
     for want in gold:
-        while (
-            position < len(done)
-            and not done[position].writes
-            and (want.writes or done[position].name != want.name)
-        ):
+        while position < len(done) and not done[position].writes and (want.writes or done[position].name != want.name):
             position += 1  # an extra lookup
         if position == len(done):
-            return Verdict.wrong(
-                extracted, clip(f"expected call {want.name} {dict(want.arguments)} not made")
-            )
+            return Verdict.wrong(extracted, clip(f"expected call {want.name} {dict(want.arguments)} not made"))
         got = done[position]
         if want.writes and got.key() != want.key():
             return Verdict.wrong(
                 extracted,
-                clip(
-                    f"called {got.name} {dict(got.arguments)}; expected {want.name} {dict(want.arguments)}"
-                ),
+                clip(f"called {got.name} {dict(got.arguments)}; expected {want.name} {dict(want.arguments)}"),
             )
         if not want.writes and got.writes:
-            return Verdict.wrong(
-                extracted, f"{got.name} changed state before the lookup {want.name}"
-            )
+            return Verdict.wrong(extracted, f"{got.name} changed state before the lookup {want.name}")
         position += 1
     extra = [c.name for c in done[position:] if c.writes]
     if extra:
-        return Verdict.wrong(
-            extracted, clip(f"unexpected state-changing calls: {', '.join(extra)}")
-        )
+        return Verdict.wrong(extracted, clip(f"unexpected state-changing calls: {', '.join(extra)}"))
     if state != gold_state:
         return Verdict.wrong(extracted, "final state differs from the expected state")
     return Verdict.correct(extracted)

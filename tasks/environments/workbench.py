@@ -84,9 +84,7 @@ def gold_problems(task: Mapping[str, Any]) -> list[str]:
     """Why a task's gold calls cannot be replayed here: unknown tools, or calls that fail on
     the databases (e.g. an id our copy lacks). Raises ``DatabaseMissingError`` without them."""
     environment = WorkbenchEnvironment()
-    environment._state, environment._directory = load_database(
-        task.get("database") or database_dir()
-    )
+    environment._state, environment._directory = load_database(task.get("database") or database_dir())
     problems = []
     for call in task.get("ground_truth", []):
         observation = call_tool(environment, call.get("name"), call.get("arguments", {}))

@@ -14,9 +14,14 @@ from typing import Any
 from tasks.environments.tooling import ToolError, tool
 
 PLOT_VALUES = (
-    "total_visits", "session_duration_seconds", "user_engaged", "visits_direct",
-    "visits_referral", "visits_search_engine", "visits_social_media",
-)  # fmt: skip
+    "total_visits",
+    "session_duration_seconds",
+    "user_engaged",
+    "visits_direct",
+    "visits_referral",
+    "visits_search_engine",
+    "visits_social_media",
+)
 PLOT_TYPES = ("bar", "line", "scatter", "histogram")
 
 
@@ -30,8 +35,7 @@ def _visits(self, time_min: str, time_max: str) -> list[dict[str, Any]]:
     return [
         v
         for v in self._state["analytics"]
-        if (not time_min or v["date_of_visit"] >= time_min)
-        and (not time_max or v["date_of_visit"] <= time_max)
+        if (not time_min or v["date_of_visit"] >= time_min) and (not time_max or v["date_of_visit"] <= time_max)
     ]
 
 
@@ -56,15 +60,14 @@ def analytics_get_visitor_information_by_id(self, visitor_id: str) -> str:
 
 
 @tool(writes=True)
-def analytics_create_plot(
-    self, time_min: str, time_max: str, value_to_plot: str, plot_type: str
-) -> str:
+def analytics_create_plot(self, time_min: str, time_max: str, value_to_plot: str, plot_type: str) -> str:
     """Plots the analytics data for a given time range and value.
 
     Args:
         time_min: Start date of the time range. Date format is YYYY-MM-DD
         time_max: End date of the time range. Date format is YYYY-MM-DD
-        value_to_plot: Value to plot. Available values are: 'total_visits', 'session_duration_seconds', 'user_engaged', 'visits_direct', 'visits_referral', 'visits_search_engine', 'visits_social_media'
+        value_to_plot: Value to plot. Available values are: 'total_visits', 'session_duration_seconds', 'user_engaged',
+            'visits_direct', 'visits_referral', 'visits_search_engine', 'visits_social_media'
         plot_type: Type of plot. Can be 'bar', 'line', 'scatter' or 'histogram'
     """
     if not time_min or not time_max:
@@ -99,15 +102,14 @@ def analytics_engaged_users_count(self, time_min: str = "", time_max: str = "") 
 
 
 @tool(writes=False)
-def analytics_traffic_source_count(
-    self, time_min: str = "", time_max: str = "", traffic_source: str = ""
-) -> str:
+def analytics_traffic_source_count(self, time_min: str = "", time_max: str = "", traffic_source: str = "") -> str:
     """Returns the number of visits from a specific traffic source within a specified time range.
 
     Args:
         time_min: Start date of the time range. Date format is YYYY-MM-DD
         time_max: End date of the time range. Date format is YYYY-MM-DD
-        traffic_source: Traffic source to filter the visits. Available values are: 'direct', 'referral', 'search engine', 'social media'
+        traffic_source: Traffic source to filter the visits. Available values are: 'direct', 'referral',
+            'search engine', 'social media'
     """
     visits = _visits(self, time_min, time_max)
     if not traffic_source:

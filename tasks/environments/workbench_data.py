@@ -74,9 +74,7 @@ def _read(folder: str) -> tuple[State, tuple[str, ...]]:
         # Every value stays text, as NeMo Gym reads them (dtype=str), except empty cells,
         # which it reads as missing values.
         with open(root / "processed" / name, newline="", encoding="utf-8") as fh:
-            state[table] = [
-                {k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(fh)
-            ]
+            state[table] = [{k: (v if v != "" else None) for k, v in row.items()} for row in csv.DictReader(fh)]
     for row in state["analytics"]:
         row["user_engaged"] = row["user_engaged"] == "True"
     state["plots"] = []
@@ -100,10 +98,7 @@ def snapshot(state: Mapping[str, Table]) -> dict[str, list[tuple[tuple[str, Any]
     def cell(column: str, value: Any) -> Any:
         return value.lower() if isinstance(value, str) and column not in CASE_SENSITIVE else value
 
-    return {
-        table: [tuple((k, cell(k, v)) for k, v in row.items()) for row in state[table]]
-        for table in SCORED_TABLES
-    }
+    return {table: [tuple((k, cell(k, v)) for k, v in row.items()) for row in state[table]] for table in SCORED_TABLES}
 
 
 def next_id(table: Table, column: str, width: int = 8) -> str:

@@ -74,7 +74,8 @@ def email_get_email_information_by_id(self, email_id: str, field: str) -> str:
 
     Args:
         email_id: Unique ID of the email
-        field: Specific field to return. Available fields: 'email_id', 'inbox/outbox', 'sender/recipient', 'subject', 'sent_datetime', 'body'
+        field: Specific field to return. Available fields: 'email_id', 'inbox/outbox', 'sender/recipient', 'subject',
+            'sent_datetime', 'body'
     """
     email = _find(self, "emails", "email_id", email_id, "Email")
     if field not in email:
@@ -84,10 +85,15 @@ def email_get_email_information_by_id(self, email_id: str, field: str) -> str:
 
 @tool(writes=False)
 def email_search_emails(
-    self, query: str = "", date_min: str = "", date_max: str = "", page: int = 1,
+    self,
+    query: str = "",
+    date_min: str = "",
+    date_max: str = "",
+    page: int = 1,
     page_size: int = PAGE_SIZE,
-) -> str:  # fmt: skip
-    """Searches for emails matching the given query across subject, body, or sender fields. The function matches an email if all words in the query appear in any of these fields.
+) -> str:
+    """Searches for emails matching the given query across subject, body, or sender fields. \
+The function matches an email if all words in the query appear in any of these fields.
 
     Args:
         query: Search query, matching terms in subject, body, or sender/recipient fields
@@ -183,7 +189,8 @@ def calendar_get_event_information_by_id(self, event_id: str, field: str) -> str
 
     Args:
         event_id: 8-digit ID of the event
-        field: Field to return. Available fields are: 'event_id', 'event_name', 'participant_email', 'event_start', 'duration'
+        field: Field to return. Available fields are: 'event_id', 'event_name', 'participant_email', 'event_start',
+            'duration'
     """
     _eight_digits(event_id)
     if field not in EVENT_FIELDS:
@@ -193,9 +200,13 @@ def calendar_get_event_information_by_id(self, event_id: str, field: str) -> str
 
 @tool(writes=False)
 def calendar_search_events(
-    self, query: str = "", time_min: str = "", time_max: str = "", page: int = 1,
+    self,
+    query: str = "",
+    time_min: str = "",
+    time_max: str = "",
+    page: int = 1,
     page_size: int = PAGE_SIZE,
-) -> str:  # fmt: skip
+) -> str:
     """Returns the events for a given query with pagination support.
 
     Args:
@@ -236,9 +247,7 @@ def _checked_event_value(field: str, value: str) -> str:
 
 
 @tool(writes=True)
-def calendar_create_event(
-    self, event_name: str, participant_email: str, event_start: str, duration: str
-) -> str:
+def calendar_create_event(self, event_name: str, participant_email: str, event_start: str, duration: str) -> str:
     """Creates a new event.
 
     Args:

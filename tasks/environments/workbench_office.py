@@ -22,9 +22,17 @@ STATUSES = ("Qualified", "Won", "Lost", "Lead", "Proposal")
 PRODUCTS = ("Software", "Hardware", "Services", "Consulting", "Training")
 TASK_COLUMNS = ("task_id", "task_name", "assigned_to_email", "list_name", "due_date", "board")
 CRM_COLUMNS = (
-    "customer_id", "assigned_to_email", "customer_name", "customer_email", "customer_phone",
-    "last_contact_date", "product_interest", "status", "follow_up_by", "notes",
-)  # fmt: skip
+    "customer_id",
+    "assigned_to_email",
+    "customer_name",
+    "customer_email",
+    "customer_phone",
+    "last_contact_date",
+    "product_interest",
+    "status",
+    "follow_up_by",
+    "notes",
+)
 _EMAIL = re.compile(r"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$")
 
 
@@ -51,7 +59,8 @@ def project_management_get_task_information_by_id(self, task_id: str, field: str
 
     Args:
         task_id: 8-digit ID of the task
-        field: Field to return. Available fields are: 'task_id', 'task_name', 'assigned_to_email', 'list_name', 'due_date', 'board'
+        field: Field to return. Available fields are: 'task_id', 'task_name', 'assigned_to_email', 'list_name',
+            'due_date', 'board'
     """
     task = _task(self, task_id)
     if field not in task:
@@ -61,9 +70,13 @@ def project_management_get_task_information_by_id(self, task_id: str, field: str
 
 @tool(writes=False)
 def project_management_search_tasks(
-    self, task_name: str = "", assigned_to_email: str = "", list_name: str = "",
-    due_date: str = "", board: str = "",
-) -> str:  # fmt: skip
+    self,
+    task_name: str = "",
+    assigned_to_email: str = "",
+    list_name: str = "",
+    due_date: str = "",
+    board: str = "",
+) -> str:
     """Searches for tasks based on the given parameters.
 
     Args:
@@ -82,10 +95,7 @@ def project_management_search_tasks(
         t
         for t in self._state["project_tasks"]
         if all(v.lower() in str(t[k]).lower() for k, v in wanted.items() if v)
-        and (
-            not assigned_to_email
-            or str(t["assigned_to_email"]).lower() == assigned_to_email.lower()
-        )
+        and (not assigned_to_email or str(t["assigned_to_email"]).lower() == assigned_to_email.lower())
     ]
     return json.dumps(found)
 
@@ -134,7 +144,8 @@ def project_management_update_task(self, task_id: str, field: str, new_value: st
 
     Args:
         task_id: 8-digit ID of the task
-        field: Field to update. Available fields are: 'task_name', 'assigned_to_email', 'list_name', 'due_date', 'board'
+        field: Field to update. Available fields are: 'task_name', 'assigned_to_email', 'list_name', 'due_date',
+            'board'
         new_value: New value for the field
     """
     if not (task_id and field and new_value):
@@ -154,11 +165,19 @@ def project_management_update_task(self, task_id: str, field: str, new_value: st
 
 @tool(writes=False)
 def customer_relationship_manager_search_customers(
-    self, customer_name: str = "", customer_email: str = "", product_interest: str = "",
-    status: str = "", assigned_to_email: str = "", last_contact_date_min: str = "",
-    last_contact_date_max: str = "", follow_up_by_min: str = "", follow_up_by_max: str = "",
-    page: int = 1, page_size: int = PAGE_SIZE,
-) -> str:  # fmt: skip
+    self,
+    customer_name: str = "",
+    customer_email: str = "",
+    product_interest: str = "",
+    status: str = "",
+    assigned_to_email: str = "",
+    last_contact_date_min: str = "",
+    last_contact_date_max: str = "",
+    follow_up_by_min: str = "",
+    follow_up_by_max: str = "",
+    page: int = 1,
+    page_size: int = PAGE_SIZE,
+) -> str:
     """Searches for customers based on the given parameters with pagination support.
 
     Args:
@@ -175,10 +194,12 @@ def customer_relationship_manager_search_customers(
         page_size: Number of customers per page
     """
     contains = {
-        "customer_name": customer_name, "customer_email": customer_email,
-        "product_interest": product_interest, "status": status,
+        "customer_name": customer_name,
+        "customer_email": customer_email,
+        "product_interest": product_interest,
+        "status": status,
         "assigned_to_email": assigned_to_email,
-    }  # fmt: skip
+    }
     bounds = {  # column -> (lowest, highest), compared as text
         "last_contact_date": (last_contact_date_min, last_contact_date_max),
         "follow_up_by": (follow_up_by_min, follow_up_by_max),
@@ -211,14 +232,13 @@ def _customer(self, customer_id: str) -> dict[str, Any]:
 
 
 @tool(writes=True)
-def customer_relationship_manager_update_customer(
-    self, customer_id: str, field: str, new_value: str
-) -> str:
+def customer_relationship_manager_update_customer(self, customer_id: str, field: str, new_value: str) -> str:
     """Updates a customer record by ID.
 
     Args:
         customer_id: ID of the customer
-        field: Field to update. Available fields are: 'customer_name', 'assigned_to_email', 'customer_email', 'customer_phone', 'last_contact_date', 'product_interest', 'status', 'notes', 'follow_up_by'
+        field: Field to update. Available fields are: 'customer_name', 'assigned_to_email', 'customer_email',
+            'customer_phone', 'last_contact_date', 'product_interest', 'status', 'notes', 'follow_up_by'
         new_value: New value for the field
     """
     if not (customer_id and field and new_value):
@@ -237,10 +257,17 @@ def customer_relationship_manager_update_customer(
 
 @tool(writes=True)
 def customer_relationship_manager_add_customer(
-    self, customer_name: str, assigned_to_email: str, status: str, customer_email: str = "",
-    customer_phone: str = "", last_contact_date: str = "", product_interest: str = "",
-    notes: str = "", follow_up_by: str = "",
-) -> str:  # fmt: skip
+    self,
+    customer_name: str,
+    assigned_to_email: str,
+    status: str,
+    customer_email: str = "",
+    customer_phone: str = "",
+    last_contact_date: str = "",
+    product_interest: str = "",
+    notes: str = "",
+    follow_up_by: str = "",
+) -> str:
     """Adds a new customer record.
 
     Args:
@@ -250,22 +277,26 @@ def customer_relationship_manager_add_customer(
         customer_email: Email address of the customer
         customer_phone: Phone number of the customer
         last_contact_date: The last date the customer was contacted. Format: YYYY-MM-DD
-        product_interest: Product interest of the customer. One of: 'Software', 'Hardware', 'Services', 'Consulting', 'Training'
+        product_interest: Product interest of the customer. One of: 'Software', 'Hardware', 'Services', 'Consulting',
+            'Training'
         notes: Notes about the customer
         follow_up_by: Date for the next follow up. Format: YYYY-MM-DD
     """
     if not (customer_name and assigned_to_email and status):
-        raise ToolError(
-            "Please provide all required fields: customer_name, assigned_to_email, status."
-        )
+        raise ToolError("Please provide all required fields: customer_name, assigned_to_email, status.")
     # Omitted optional fields are missing values, as in the tables read from CSV
     given = {
         "customer_id": next_id(self._state["crm"], "customer_id"),
-        "assigned_to_email": assigned_to_email.lower(), "customer_name": customer_name,
-        "customer_email": customer_email.lower() or None, "customer_phone": customer_phone or None,
-        "last_contact_date": last_contact_date or None, "product_interest": product_interest or None,
-        "status": status, "follow_up_by": follow_up_by or None, "notes": notes,
-    }  # fmt: skip
+        "assigned_to_email": assigned_to_email.lower(),
+        "customer_name": customer_name,
+        "customer_email": customer_email.lower() or None,
+        "customer_phone": customer_phone or None,
+        "last_contact_date": last_contact_date or None,
+        "product_interest": product_interest or None,
+        "status": status,
+        "follow_up_by": follow_up_by or None,
+        "notes": notes,
+    }
     self._state["crm"].append(given)
     return given["customer_id"]
 

@@ -113,11 +113,7 @@ class WorkplaceEnvironment:
             query: Text to look for.
         """
         q = normalize(query)
-        hits = [
-            e
-            for e in self._state["emails"]
-            if any(q in normalize(e[f]) for f in ("from", "subject", "body"))
-        ]
+        hits = [e for e in self._state["emails"] if any(q in normalize(e[f]) for f in ("from", "subject", "body"))]
         return self._listing(hits, ("id", "from", "subject"))
 
     @tool(writes=False)
@@ -128,9 +124,7 @@ class WorkplaceEnvironment:
             email_id: Id of the email.
         """
         e = self._find("emails", "id", email_id)
-        return (
-            f"id {e['id']} | from {e['from']} | to {e['to']} | subject {e['subject']} | {e['body']}"
-        )
+        return f"id {e['id']} | from {e['from']} | to {e['to']} | subject {e['subject']} | {e['body']}"
 
     @tool(writes=True)
     def reply_email(self, email_id: int, body: str) -> str:
@@ -143,9 +137,7 @@ class WorkplaceEnvironment:
         original = self._find("emails", "id", email_id)
         if original["from"] == "me":
             raise ToolError(f"email {email_id} was sent by you; reply to a received email")
-        return self.send_email.__wrapped__(
-            self, original["from"], body, "re: " + original["subject"]
-        )
+        return self.send_email.__wrapped__(self, original["from"], body, "re: " + original["subject"])
 
     @tool(writes=True)
     def delete_email(self, email_id: int) -> str:
@@ -167,11 +159,7 @@ class WorkplaceEnvironment:
             query: Text to look for.
         """
         q = normalize(query)
-        hits = [
-            c
-            for c in self._state["contacts"]
-            if any(q in normalize(c[f]) for f in ("name", "email", "phone"))
-        ]
+        hits = [c for c in self._state["contacts"] if any(q in normalize(c[f]) for f in ("name", "email", "phone"))]
         return self._listing(hits, ("name", "email", "phone"))
 
     @tool(writes=True)
@@ -187,9 +175,7 @@ class WorkplaceEnvironment:
             raise ToolError("add_contact needs a name and an email address containing '@'")
         if any(normalize(c["name"]) == normalize(name) for c in self._state["contacts"]):
             raise ToolError(f"contact {name!r} already exists")
-        self._state["contacts"].append(
-            {"name": name.strip(), "email": email.strip(), "phone": phone.strip()}
-        )
+        self._state["contacts"].append({"name": name.strip(), "email": email.strip(), "phone": phone.strip()})
         return f"added contact {name.strip()}"
 
     @tool(writes=True)
@@ -222,9 +208,7 @@ class WorkplaceEnvironment:
         if not title.strip():
             raise ToolError("add_event needs a title")
         event_id = self._next_id("events")
-        self._state["events"].append(
-            {"id": event_id, "title": title.strip(), "day": day, "time": time.strip()}
-        )
+        self._state["events"].append({"id": event_id, "title": title.strip(), "day": day, "time": time.strip()})
         return f"added event {event_id} on {day}"
 
     @tool(writes=False)
@@ -305,10 +289,7 @@ class WorkplaceEnvironment:
     def _snapshot(self) -> dict[str, list[Any]]:
         """Final state in comparison form (case and spacing of strings do not count)."""
         return {
-            table: sorted(
-                json.dumps({k: normalize(v) for k, v in item.items()}, sort_keys=True)
-                for item in items
-            )
+            table: sorted(json.dumps({k: normalize(v) for k, v in item.items()}, sort_keys=True) for item in items)
             for table, items in self._state.items()
         }
 

@@ -1,7 +1,8 @@
 """The lite workplace: four short-named tools over the workplace state, and its one-step tasks.
 
 A tiny model reads the tool listing in every agent prompt, so this environment exposes only
-what the easiest tasks need (email, save a contact, add and finish todos). State, tool bodies and the episode rule are the full
+what the easiest tasks need (email, save a contact, add and finish todos). State, tool bodies and the
+episode rule are the full
 ``WorkplaceEnvironment``'s: each lite tool runs a workplace tool body on a wrapped instance,
 under its own ``@tool`` guard so the call log holds the lite names.
 """
@@ -157,6 +158,4 @@ def generate_lite_tasks(
     """``n`` canonical rows (domain ``agent``, verifier ``workplace``, environment ``workplace_lite``)."""
     if difficulty not in LEVELS:
         raise ValueError(f"{NAME} difficulty {difficulty}; valid: {LEVELS}")
-    return task_rows(
-        NAME, lambda rng, level: make_lite_task(rng, level, vocab), n, seed, difficulty
-    )
+    return task_rows(NAME, lambda rng, level: make_lite_task(rng, level, vocab), n, seed, difficulty)

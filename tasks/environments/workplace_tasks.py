@@ -39,8 +39,7 @@ def initial_state(
     the given pools (the defaults are the full workplace's)."""
     contact_names = rng.sample(names, 3)
     contacts = [
-        {"name": n, "email": f"{n}@mail.com", "phone": f"555-{rng.randrange(1000, 9999)}"}
-        for n in contact_names
+        {"name": n, "email": f"{n}@mail.com", "phone": f"555-{rng.randrange(1000, 9999)}"} for n in contact_names
     ]
     emails = [
         {
@@ -57,9 +56,7 @@ def initial_state(
         {"id": i + 1, "title": t, "day": rng.choice(DAYS), "time": f"{rng.randrange(8, 18)}:00"}
         for i, t in enumerate(rng.sample(TITLES, 2))
     ]
-    open_todos = [
-        {"id": i + 1, "title": t, "done": False} for i, t in enumerate(rng.sample(todos, 2))
-    ]
+    open_todos = [{"id": i + 1, "title": t, "done": False} for i, t in enumerate(rng.sample(todos, 2))]
     return {"contacts": contacts, "emails": emails, "events": events, "todos": open_todos}
 
 
@@ -151,9 +148,7 @@ def make_task(rng: random.Random, difficulty: int) -> tuple[str, dict[str, Any]]
     return compose(state, steps, difficulty)
 
 
-def compose(
-    state: dict[str, Any], steps: list[Step], difficulty: int
-) -> tuple[str, dict[str, Any]]:
+def compose(state: dict[str, Any], steps: list[Step], difficulty: int) -> tuple[str, dict[str, Any]]:
     """The prompt (step requests joined) and the task (initial state, gold calls in order)."""
     prompt = ". ".join(text for text, _ in steps)
     calls = [call for _, step_calls in steps for call in step_calls]

@@ -52,9 +52,7 @@ def _lowercase(rng: random.Random, _: str) -> Drawn:
 
 
 def _capitals(rng: random.Random, _: str) -> Drawn:
-    said = _pick(
-        rng, "Write the whole reply in CAPITAL LETTERS.", "Every letter must be uppercase."
-    )
+    said = _pick(rng, "Write the whole reply in CAPITAL LETTERS.", "Every letter must be uppercase.")
     return Drawn("change_case:english_capital", {}, said)
 
 
@@ -88,9 +86,7 @@ def _sentences(rng: random.Random, _: str) -> Drawn:
         if relation == "at least"
         else f"Your reply should have fewer than {n} sentences."
     )
-    return Drawn(
-        "length_constraints:number_sentences", {"num_sentences": n, "relation": relation}, said
-    )
+    return Drawn("length_constraints:number_sentences", {"num_sentences": n, "relation": relation}, said)
 
 
 def _paragraphs(rng: random.Random, _: str) -> Drawn:
@@ -103,10 +99,7 @@ def _nth_first_word(rng: random.Random, _: str) -> Drawn:
     n = rng.choice((2, 3))
     nth = rng.randint(1, n)
     word = rng.choice(FIRST_WORDS)
-    said = (
-        f"Write {n} paragraphs separated by blank lines; paragraph number {nth} has to open "
-        f"with the word '{word}'."
-    )
+    said = f"Write {n} paragraphs separated by blank lines; paragraph number {nth} has to open with the word '{word}'."
     kwargs = {"num_paragraphs": n, "nth_paragraph": nth, "first_word": word.lower()}
     return Drawn("length_constraints:nth_paragraph_first_word", kwargs, said)
 

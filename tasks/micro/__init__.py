@@ -39,9 +39,7 @@ def _module(domain: str) -> ModuleType:
         return _MODULES.get(domain) or _VARIANT_MODULES[domain]
     except KeyError:
         known = ", ".join(DOMAINS + VARIANTS)
-        raise ValueError(
-            f"no micro-suite generator for domain {domain!r}; known: {known}"
-        ) from None
+        raise ValueError(f"no micro-suite generator for domain {domain!r}; known: {known}") from None
 
 
 def levels(domain: str) -> tuple[int, ...]:

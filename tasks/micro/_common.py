@@ -56,9 +56,7 @@ def resolve_levels(spec: DomainSpec, difficulty: int | Sequence[int] | None) -> 
     levels = (difficulty,) if isinstance(difficulty, int) else tuple(difficulty)
     unknown = [lv for lv in levels if lv not in spec.levels]
     if unknown or not levels:
-        raise ValueError(
-            f"micro/{spec.domain}: unknown difficulty {difficulty!r}; levels are {spec.levels}"
-        )
+        raise ValueError(f"micro/{spec.domain}: unknown difficulty {difficulty!r}; levels are {spec.levels}")
     return levels
 
 
@@ -102,9 +100,7 @@ def generate_rows(
     return rows
 
 
-def _row(
-    spec: DomainSpec, level: int, key: Key, repeat: int, split: str, rng: random.Random
-) -> dict[str, Any]:
+def _row(spec: DomainSpec, level: int, key: Key, repeat: int, split: str, rng: random.Random) -> dict[str, Any]:
     prompt, reference = spec.render(key, rng)
     row_id = f"micro-{spec.domain}-d{level}-{stable_hash(repr(key))[:12]}"
     if repeat:

@@ -36,8 +36,24 @@ _TYPE_NAMES = {str: "str", int: "int", bool: "bool", float: "float", list: "list
 
 _CONSONANTS, _VOWELS = "bdfgklmnprstvz", "aeiou"
 _TODO_VERBS = ("buy", "call", "pay", "walk", "fix", "read", "wash", "pack", "sell", "cook")
-_TODO_NOUNS = ("milk", "rent", "dog", "sink", "book", "car", "bag", "bike", "cake", "keys",
-               "gift", "lamp", "desk", "tea", "van", "hat")  # fmt: skip
+_TODO_NOUNS = (
+    "milk",
+    "rent",
+    "dog",
+    "sink",
+    "book",
+    "car",
+    "bag",
+    "bike",
+    "cake",
+    "keys",
+    "gift",
+    "lamp",
+    "desk",
+    "tea",
+    "van",
+    "hat",
+)
 
 
 def _split_pool(values: list[str], split: str) -> tuple[str, ...]:
@@ -48,8 +64,7 @@ def _split_pool(values: list[str], split: str) -> tuple[str, ...]:
 def vocabulary(split: str) -> Vocabulary:
     """The split's values: consonant-vowel names and words, verb-noun todo titles."""
     syllables = [a + v + b for a in _CONSONANTS for v in _VOWELS for b in _CONSONANTS]
-    words = [a + v + b + w for a in _CONSONANTS for v in _VOWELS for b in _CONSONANTS[:7]
-             for w in _VOWELS]  # fmt: skip
+    words = [a + v + b + w for a in _CONSONANTS for v in _VOWELS for b in _CONSONANTS[:7] for w in _VOWELS]
     todos = [f"{verb} {noun}" for verb in _TODO_VERBS for noun in _TODO_NOUNS]
     return Vocabulary(
         names=_split_pool(syllables, split),
@@ -62,8 +77,7 @@ def _signature_line(method: Any) -> str:
     hints = typing.get_type_hints(method)
     params = [p for p in inspect.signature(method).parameters.values() if p.name != "self"]
     parts = [
-        f"{p.name}{'' if p.default is inspect.Parameter.empty else '?'}: "
-        f"{_TYPE_NAMES.get(hints.get(p.name), 'any')}"
+        f"{p.name}{'' if p.default is inspect.Parameter.empty else '?'}: {_TYPE_NAMES.get(hints.get(p.name), 'any')}"
         for p in params
     ]
     return f"{method.__name__}({', '.join(parts)})"
@@ -72,9 +86,7 @@ def _signature_line(method: Any) -> str:
 def tool_listing(environment: str = ENVIRONMENT) -> str:
     """``Tools:`` then one ``name(param: type, optional?: type)`` line per tool, sorted by name."""
     env_class = get_environment_class(environment)
-    return "\n".join(
-        ["Tools:"] + [_signature_line(getattr(env_class, name)) for name in tool_names(env_class)]
-    )
+    return "\n".join(["Tools:"] + [_signature_line(getattr(env_class, name)) for name in tool_names(env_class)])
 
 
 def _levels(difficulty: int | Sequence[int] | None) -> tuple[int, ...]:
@@ -168,9 +180,7 @@ def tool_turns(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     reference = reference_of(row)
     environment = get_environment_class(reference["environment"])()
     environment.reset(**row)
-    messages: list[dict[str, Any]] = [
-        {"role": "assistant", "content": demonstration(user_text(row), reference)}
-    ]
+    messages: list[dict[str, Any]] = [{"role": "assistant", "content": demonstration(user_text(row), reference)}]
     for call in reference["task"]["calls"]:
         result = call_tool(environment, call["name"], call.get("arguments", {}))
         messages.append({"role": "tool", "name": call["name"], "content": result})

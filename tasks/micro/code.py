@@ -45,11 +45,7 @@ def _space(level: int) -> list[tuple[str, ...]]:
         return one + two + [("call2", f"x*y{op}{k}", f"x*y{op}{k}") for op in "+-" for k in ks]
     if level == 3:  # described in words
         plain = [("words", w, e) for w, e in _WORDS.items()]
-        return plain + [
-            ("words", w.format(k=k), e.format(k=k))
-            for w, e in _WORDS_K.items()
-            for k in range(2, 10)
-        ]
+        return plain + [("words", w.format(k=k), e.format(k=k)) for w, e in _WORDS_K.items() for k in range(2, 10)]
     if level == 4:  # a whole program on stdin/stdout
         return [("stdio", f"n{op}{k}", f"n{op}{k}") for op in "+-*" for k in ks]
     if level == 5:  # a phrase in words, then one more operation (evaluated left to right)
@@ -81,8 +77,7 @@ def _render(problem: tuple[str, ...], rng: random.Random) -> tuple[str, dict[str
     kind, text, expr = problem
     if kind == "stdio":
         cases = [
-            {"input": f"{a[0]}\n", "output": f"{_call(expr.replace('n', 'x'), a)}\n"}
-            for a in _cases_args(problem)
+            {"input": f"{a[0]}\n", "output": f"{_call(expr.replace('n', 'x'), a)}\n"} for a in _cases_args(problem)
         ]
         return f"Python: read n, print {text}.", {"style": "stdio", "cases": cases}
     args = "x,y" if kind == "call2" else "x"

@@ -20,16 +20,43 @@ LEVELS: tuple[int, ...] = (1, 2, 3)
 # "the <noun> is <adj>": each passes langdetect as English in every case/quote/title variant,
 # which IFEval's change_case checkers require.
 PHRASES: tuple[str, ...] = (
-    "the sun is hot", "the sky is blue", "the moon is bright", "the water is cold",
-    "the car is fast", "the baby is asleep", "the sea is long", "the milk is fresh",
-    "the sea is small", "the road is long", "the sun is bright", "the night is dark",
-    "the room is clean", "the river is fast", "the sea is warm", "the bread is soft",
-    "the city is dark", "the car is hot", "the shirt is blue", "the milk is hot",
-    "the room is new", "the city is warm", "the water is blue", "the night is cold",
-    "the road is dark", "the sea is nice", "the book is clean", "the room is dark",
-    "the moon is small", "the cat is small", "the bread is fresh", "the car is cold",
-    "the book is fresh", "the sky is warm", "the river is blue", "the cat is soft",
-)  # fmt: skip
+    "the sun is hot",
+    "the sky is blue",
+    "the moon is bright",
+    "the water is cold",
+    "the car is fast",
+    "the baby is asleep",
+    "the sea is long",
+    "the milk is fresh",
+    "the sea is small",
+    "the road is long",
+    "the sun is bright",
+    "the night is dark",
+    "the room is clean",
+    "the river is fast",
+    "the sea is warm",
+    "the bread is soft",
+    "the city is dark",
+    "the car is hot",
+    "the shirt is blue",
+    "the milk is hot",
+    "the room is new",
+    "the city is warm",
+    "the water is blue",
+    "the night is cold",
+    "the road is dark",
+    "the sea is nice",
+    "the book is clean",
+    "the room is dark",
+    "the moon is small",
+    "the cat is small",
+    "the bread is fresh",
+    "the car is cold",
+    "the book is fresh",
+    "the sky is warm",
+    "the river is blue",
+    "the cat is soft",
+)
 NOUNS: tuple[str, ...] = ("sun", "sea", "sky", "cat", "dog", "car", "box", "tea", "map", "pen")
 END_WORDS: tuple[str, ...] = ("ok", "now", "yes")
 KEYWORDS: tuple[str, ...] = ("red", "big", "old")
@@ -62,9 +89,7 @@ TITLE = Constraint(
     1,
     lambda s: f"<<{s.split()[1].capitalize()}>>\n{s}",
 )
-NO_COMMA = Constraint(
-    "punctuation:no_comma", (), "No commas.", "no commas", 0, lambda s: s.replace(",", "")
-)
+NO_COMMA = Constraint("punctuation:no_comma", (), "No commas.", "no commas", 0, lambda s: s.replace(",", ""))
 FEWER = Constraint(
     "length_constraints:number_words",
     (("num_words", 4), ("relation", "less than")),
@@ -85,16 +110,24 @@ MORE = Constraint(
 
 def _end(word: str) -> Constraint:
     return Constraint(
-        "startend:end_checker", (("end_phrase", word),), f"End with {word}.", f"end {word}", 0,
+        "startend:end_checker",
+        (("end_phrase", word),),
+        f"End with {word}.",
+        f"end {word}",
+        0,
         lambda s: f"{s} {word}",
-    )  # fmt: skip
+    )
 
 
 def _keyword(word: str) -> Constraint:
     return Constraint(
-        "keywords:existence", (("keywords", (word,)),), f"Use the word {word}.", f"word {word}", 0,
+        "keywords:existence",
+        (("keywords", (word,)),),
+        f"Use the word {word}.",
+        f"word {word}",
+        0,
         lambda s: f"{s} and {word}",
-    )  # fmt: skip
+    )
 
 
 CASES = (_case(True), _case(False))

@@ -85,20 +85,26 @@ def tiny_study(tmp_path, tiny_model_dir) -> Path:
     return study
 
 
-def write_eval(
-    root: Path, label: str, bench: str, items: Mapping[str, list[float]], path: str = ""
-) -> Path:
+def write_eval(root: Path, label: str, bench: str, items: Mapping[str, list[float]], path: str = "") -> Path:
     """``<root>/eval/<label>/<bench>.{jsonl,json}`` and ``model.json`` as ``rlvr.evaluate``
     leaves them: one sampled record per score (``correct`` when it is 1), and the summary."""
     folder = root / "eval" / label
     folder.mkdir(parents=True, exist_ok=True)
     records = [
-        {"model": label, "benchmark": bench, "id": item, "mode": "sample", "sample": i,
-         "completion": f"<think>t</think>\nAnswer: {item}-{i}", "extracted": f"{item}-{i}",
-         "status": "correct" if s == 1 else "wrong", "score": s}
+        {
+            "model": label,
+            "benchmark": bench,
+            "id": item,
+            "mode": "sample",
+            "sample": i,
+            "completion": f"<think>t</think>\nAnswer: {item}-{i}",
+            "extracted": f"{item}-{i}",
+            "status": "correct" if s == 1 else "wrong",
+            "score": s,
+        }
         for item, scores in items.items()
         for i, s in enumerate(scores)
-    ]  # fmt: skip
+    ]
     (folder / f"{bench}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     avg = sum(r["score"] for r in records) / max(1, len(records))
     domain = bench.removeprefix("micro_")

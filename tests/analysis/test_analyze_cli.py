@@ -52,17 +52,21 @@ def test_every_table_and_figure_is_written(small_study):
 
 @pytest.mark.slow  # a fresh interpreter with Hydra: tens of seconds on a loaded 2-core machine
 def test_the_command_line_entry_point(small_study, tmp_path):
-    cmd = [sys.executable, "-m", "rlvr.analyze", f"analyze.study_dir={small_study}",
-           "logger=none", f"hydra.run.dir={tmp_path / 'hydra'}", "analyze.analyses=[geometry]"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlvr.analyze",
+        f"analyze.study_dir={small_study}",
+        "logger=none",
+        f"hydra.run.dir={tmp_path / 'hydra'}",
+        "analyze.analyses=[geometry]",
+    ]
     result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(_rows(small_study / "analysis" / "geometry.csv")) == 6
     assert not (small_study / "analysis" / "footprint.csv").exists()
-    bad = subprocess.run([*cmd[:-1], "analyze.analyses=[kl2]"], cwd=REPO, capture_output=True,
-                         text=True, timeout=600)  # fmt: skip
-    assert (
-        bad.returncode == 2 and "known: footprint, geometry, consistency" in bad.stderr + bad.stdout
-    )
+    bad = subprocess.run([*cmd[:-1], "analyze.analyses=[kl2]"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert bad.returncode == 2 and "known: footprint, geometry, consistency" in bad.stderr + bad.stdout
 
 
 def test_named_models_and_bad_settings(small_study):
@@ -101,15 +105,20 @@ def test_the_study_plans_an_analyze_stage_before_the_report(tmp_path):
     from rlvr.study.commands import compose
     from rlvr.study.plan import build_plan
 
-    argv = ["experiment=tiny_study", f"study.out_dir={tmp_path}", "study.domains=[math,code]",
-            "study.merges=[ties]", "study.stages=[analyze]", "study.seeds=[0]",
-            "run_name=study"]  # fmt: skip
+    argv = [
+        "experiment=tiny_study",
+        f"study.out_dir={tmp_path}",
+        "study.domains=[math,code]",
+        "study.merges=[ties]",
+        "study.stages=[analyze]",
+        "study.seeds=[0]",
+        "run_name=study",
+    ]
     stages = build_plan(OmegaConf.to_object(compose(argv)))  # type: ignore[arg-type]
     by_name = {s.name: s for s in stages}
     stage = by_name["analyze"]
     expected = {"sft", "expert-math-seed0", "expert-code-seed0", "mixed-seed0", "merge-ties-seed0"}
-    evals = {f"eval-{m}" for m in ("base", "sft", "math-seed0", "code-seed0", "mixed-seed0",
-                                    "ties-seed0")}  # fmt: skip
+    evals = {f"eval-{m}" for m in ("base", "sft", "math-seed0", "code-seed0", "mixed-seed0", "ties-seed0")}
     assert set(stage.deps) == expected | evals  # the output analyses read the evaluations
     assert "analyze" in by_name["report"].deps
     names = [s.name for s in stages]

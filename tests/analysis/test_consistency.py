@@ -13,8 +13,14 @@ from rlvr.analysis.evaluations import load
 from rlvr.config import ConfigError
 
 ITEMS = ("a", "b", "c", "d", "e", "f")
-SFT = {"a": [0, 0, 0, 0], "b": [0, 0, 0, 0], "c": [0, 0, 0, 0], "d": [1, 1, 0, 0],
-       "e": [0, 0, 0, 0], "f": [1, 1, 1, 1]}  # fmt: skip
+SFT = {
+    "a": [0, 0, 0, 0],
+    "b": [0, 0, 0, 0],
+    "c": [0, 0, 0, 0],
+    "d": [1, 1, 0, 0],
+    "e": [0, 0, 0, 0],
+    "f": [1, 1, 1, 1],
+}
 MATH = {**SFT, "a": [1, 1, 1, 0], "b": [1, 1, 0, 0], "c": [1, 0, 0, 0]}
 CODE = {**SFT, "e": [1, 1, 1, 1]}
 MIXED = {**SFT, "c": [1, 1, 1, 1], "d": [1, 1, 1, 1], "f": [0, 0, 0, 0]}
@@ -22,8 +28,13 @@ MIXED = {**SFT, "c": [1, 1, 1, 1], "d": [1, 1, 1, 1], "f": [0, 0, 0, 0]}
 
 @pytest.fixture
 def study(tmp_path):
-    for label, items in [("sft", SFT), ("math-seed0", MATH), ("code-seed0", CODE),
-                         ("ties-seed0", MATH), ("mixed-seed0", MIXED)]:  # fmt: skip
+    for label, items in [
+        ("sft", SFT),
+        ("math-seed0", MATH),
+        ("code-seed0", CODE),
+        ("ties-seed0", MATH),
+        ("mixed-seed0", MIXED),
+    ]:
         write_eval(tmp_path, label, "micro_math", items)
     return tmp_path
 

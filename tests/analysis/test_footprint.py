@@ -19,9 +19,7 @@ NAME = "model.layers.0.mlp.up_proj.weight"
 def footprint(tmp_path, base, models, chunk_elements=1 << 21, eta=1e-3):
     """Save ``base`` and ``models`` (label -> tensors) as model folders, stream, return result."""
     sft = save_model(tmp_path / "sft", base, shards=2)
-    specs = [
-        ModelSpec(label, "expert", save_model(tmp_path / label, t)) for label, t in models.items()
-    ]
+    specs = [ModelSpec(label, "expert", save_model(tmp_path / label, t)) for label, t in models.items()]
     fp = Footprint(specs, eta)
     weight_pass([fp], sft, specs, chunk_elements)
     return fp.result()

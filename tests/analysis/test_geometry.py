@@ -45,9 +45,7 @@ def test_orthogonal_task_vectors_have_cosine_0_exactly_and_about_0_projected(tmp
     w = {n: v[n] - dot * u[n] for n in u}
     disjoint = {A: torch.zeros(300, 100), B: u[B]}  # support disjoint from ...
     only_a = {A: u[A], B: torch.zeros(100, 50)}  # ... this one's
-    r = geometry(
-        tmp_path, base, {"u": u, "w": w, "b_only": disjoint, "a_only": only_a}, chunk_elements=7000
-    )
+    r = geometry(tmp_path, base, {"u": u, "w": w, "b_only": disjoint, "a_only": only_a}, chunk_elements=7000)
     exact, approx = r.exact(), r.approx()
     assert exact[0, 1] == pytest.approx(0.0, abs=1e-5)
     assert exact[2, 3] == pytest.approx(0.0, abs=1e-6)

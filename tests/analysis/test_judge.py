@@ -58,18 +58,23 @@ def yes_model(tiny_model_dir, folder):
 
 @pytest.mark.parametrize(
     ("reply", "verdict"),
-    [("correct", True), ("Wrong.", False), ("It is incorrect", False), ("yes, right", True),
-     ("<think>correct</think> no", False), ("", None), ("corrects nothing", None),
-     ("answer: Right", True)],
-)  # fmt: skip
+    [
+        ("correct", True),
+        ("Wrong.", False),
+        ("It is incorrect", False),
+        ("yes, right", True),
+        ("<think>correct</think> no", False),
+        ("", None),
+        ("corrects nothing", None),
+        ("answer: Right", True),
+    ],
+)
 def test_the_first_verdict_word_decides(reply, verdict):
     assert parse(reply, *WORDS) is verdict
 
 
 def test_always_correct_scores_the_base_rate_and_unparseable_counts_wrong():
-    items = [
-        Labelled("math", "q", "a", "c", correct) for correct in (True, False, False, True, False)
-    ]
+    items = [Labelled("math", "q", "a", "c", correct) for correct in (True, False, False, True, False)]
     assert score(items, [True] * 5) == (2 / 5, 0)
     assert score(items, [None] * 5) == (0.0, 5)
     assert score(items, [x.correct for x in items]) == (1.0, 0)

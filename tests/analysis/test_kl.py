@@ -31,9 +31,7 @@ def models(tmp_path, tiny_model_dir):
     moved = shutil.copytree(tiny_model_dir, tmp_path / "moved")
     weights = load_file(str(moved / "model.safetensors"))
     name = next(n for n in weights if n.endswith("mlp.down_proj.weight"))
-    weights[name] = weights[name] + 0.05 * torch.randn(
-        weights[name].shape, generator=torch.Generator().manual_seed(0)
-    )
+    weights[name] = weights[name] + 0.05 * torch.randn(weights[name].shape, generator=torch.Generator().manual_seed(0))
     save_file(weights, str(moved / "model.safetensors"), metadata={"format": "pt"})
     return tiny_model_dir, same, moved
 

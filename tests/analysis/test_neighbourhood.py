@@ -52,9 +52,16 @@ def test_without_the_pair_evaluations_it_names_the_stage(study, tmp_path):
 
 
 def _plan(tmp_path, *extra):
-    argv = ["experiment=tiny_study", f"study.out_dir={tmp_path}", "study.domains=[math,code,science]",
-            "study.merges=[]", "study.seeds=[0]", "study.stages=[neighbourhood,analyze]",
-            "run_name=study", *extra]  # fmt: skip
+    argv = [
+        "experiment=tiny_study",
+        f"study.out_dir={tmp_path}",
+        "study.domains=[math,code,science]",
+        "study.merges=[]",
+        "study.seeds=[0]",
+        "study.stages=[neighbourhood,analyze]",
+        "run_name=study",
+        *extra,
+    ]
     return {s.name: s for s in build_plan(OmegaConf.to_object(compose(argv)))}
 
 

@@ -84,20 +84,24 @@ def test_code_never_runs_as_root(box):
 
 
 def test_system_view_is_read_only(box):
-    source = "import sys\ntry:\n    open(sys.executable, 'ab')\n    print('writable')\nexcept OSError as e:\n    print(type(e).__name__)"
+    source = (
+        "import sys\ntry:\n    open(sys.executable, 'ab')\n    print('writable')\n"
+        "except OSError as e:\n    print(type(e).__name__)"
+    )
     assert run(box, source).stdout.strip() in {"PermissionError", "OSError"}
 
 
 def test_temp_dir_is_private_and_removed(box):
     first = run(box, "import os\nopen('mark', 'w').write('x')\nprint(os.getcwd())")
-    second = run(
-        box, f"import os\nprint(os.path.exists({first.stdout.strip()!r}), os.listdir('.'))"
-    )
+    second = run(box, f"import os\nprint(os.path.exists({first.stdout.strip()!r}), os.listdir('.'))")
     assert second.stdout.strip() == "False []"
 
 
 def test_network_socket_denied(box):
-    source = "import socket\ntry:\n    socket.socket(socket.AF_INET).connect(('127.0.0.1', 9))\nexcept OSError as e:\n    print(type(e).__name__)"
+    source = (
+        "import socket\ntry:\n    socket.socket(socket.AF_INET).connect(('127.0.0.1', 9))\n"
+        "except OSError as e:\n    print(type(e).__name__)"
+    )
     assert run(box, source).stdout.strip() in {
         "PermissionError",
         "ConnectionRefusedError",
@@ -119,7 +123,10 @@ def test_output_cap(box):
 
 
 def test_file_size_cap(box):
-    source = "try:\n    open('big', 'wb').write(b'x' * 3 * 2**20)\n    print('wrote')\nexcept OSError as e:\n    print(type(e).__name__)"
+    source = (
+        "try:\n    open('big', 'wb').write(b'x' * 3 * 2**20)\n    print('wrote')\n"
+        "except OSError as e:\n    print(type(e).__name__)"
+    )
     result = run(box, source, limits=Limits(fsize_mb=1, wall_s=2, cpu_s=2))
     assert result.stdout.strip() != "wrote", result
 

@@ -20,8 +20,7 @@ pytestmark = pytest.mark.slow
 MARKER = "marker-q8z1"  # in the tests only: a solution that finds it in memory has seen them
 ASSERTS = {
     "style": "assert",
-    "test": "import fractions\nassert add(1, 2) == 3\nassert add(2, 2) == 4\n"
-    f"assert add(0, 5) == 5, {MARKER!r}\n",
+    "test": f"import fractions\nassert add(1, 2) == 3\nassert add(2, 2) == 4\nassert add(0, 5) == 5, {MARKER!r}\n",
 }
 CHECK = {
     "style": "assert",
@@ -422,9 +421,7 @@ def test_attack_scores_zero(code_verifier, attack, ref_name):
     verdict = verify(py(ATTACKS[attack]), reference, code_verifier)
     assert verdict.score == 0.0, verdict
     stopped = attack.startswith(("SIGSTOP", "SIGKILL", "killpg", "signal"))
-    assert verdict.status in ((Status.WRONG, Status.TIMEOUT) if stopped else (Status.WRONG,)), (
-        verdict
-    )
+    assert verdict.status in ((Status.WRONG, Status.TIMEOUT) if stopped else (Status.WRONG,)), verdict
 
 
 def test_memory_scan_finds_no_earlier_run(code_verifier):
@@ -446,9 +443,7 @@ def test_builtins_shadowed_around_the_result_stay_trusted(code_verifier):
 
 def test_prompt_helpers_come_from_the_prompt(code_verifier):
     """HumanEval/38-style: the test calls a helper the prompt defines; redefining it cannot help."""
-    prompt = (
-        'def encode(s):\n    return s[::-1] + \'!\'\n\ndef decode(s):\n    """Undo encode."""\n'
-    )
+    prompt = 'def encode(s):\n    return s[::-1] + \'!\'\n\ndef decode(s):\n    """Undo encode."""\n'
     reference = {
         "style": "assert",
         "prefix": prompt,

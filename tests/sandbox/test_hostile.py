@@ -71,9 +71,7 @@ def test_allocate_10_gb(code_verifier):
 
 
 def test_print_100_mb(code_verifier):
-    verdict = run_hostile(
-        code_verifier, "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * 2**20)"
-    )
+    verdict = run_hostile(code_verifier, "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * 2**20)")
     assert "output" in verdict.details
 
 
@@ -146,11 +144,7 @@ def _processes_with(marker: str) -> list[str]:
 
 def test_background_process_killed(code_verifier):
     marker = "37.4242"
-    body = (
-        "import subprocess\n"
-        f"subprocess.Popen(['sleep', '{marker}'], start_new_session=True)\n"
-        "return 0"
-    )
+    body = f"import subprocess\nsubprocess.Popen(['sleep', '{marker}'], start_new_session=True)\nreturn 0"
     run_hostile(code_verifier, body)
     time.sleep(0.3)
     assert not _processes_with(f"sleep {marker}")

@@ -18,10 +18,16 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "start").write_text(repr(time.time()))
     facts = {
-        "pid": os.getpid(), "ppid": os.getppid(), "sid": os.getsid(0), "argv": sys.argv,
-        "cwd": os.getcwd(), "name": __name__, "torch_loaded": "torch" in sys.modules,
-        "omp": os.environ.get("OMP_NUM_THREADS"), "marker": os.environ.get("FAKE_STAGE_MARK"),
-    }  # fmt: skip
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "sid": os.getsid(0),
+        "argv": sys.argv,
+        "cwd": os.getcwd(),
+        "name": __name__,
+        "torch_loaded": "torch" in sys.modules,
+        "omp": os.environ.get("OMP_NUM_THREADS"),
+        "marker": os.environ.get("FAKE_STAGE_MARK"),
+    }
     import torch
 
     facts["torch_threads"] = torch.get_num_threads()
@@ -34,9 +40,14 @@ def main() -> None:
     if mode == "ranks":  # like accelerate launch: ranks in sessions of their own
         import subprocess
 
-        beat = "import pathlib, sys, time\nwhile True:\n    pathlib.Path(sys.argv[1]).write_text(repr(time.time())); time.sleep(0.05)"
-        ranks = [subprocess.Popen([sys.executable, "-c", beat, str(out / f"rank{i}")],
-                                  start_new_session=True) for i in range(2)]  # fmt: skip
+        beat = (
+            "import pathlib, sys, time\nwhile True:\n"
+            "    pathlib.Path(sys.argv[1]).write_text(repr(time.time())); time.sleep(0.05)"
+        )
+        ranks = [
+            subprocess.Popen([sys.executable, "-c", beat, str(out / f"rank{i}")], start_new_session=True)
+            for i in range(2)
+        ]
         (out / "pids").write_text(" ".join(str(r.pid) for r in ranks))
     time.sleep(seconds)
     print("working on", out.name)

@@ -37,9 +37,7 @@ def grouped_batch(seed: int, prompts: int, group: int, prompt_width: int, comple
     return ids, mask
 
 
-def grpo_trainer(
-    model_dir, out, rows: int, completion_width: int, trim: bool, share: bool, skip=True, **config
-):
+def grpo_trainer(model_dir, out, rows: int, completion_width: int, trim: bool, share: bool, skip=True, **config):
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from datasets import Dataset
     from transformers import AutoModelForCausalLM
@@ -63,7 +61,7 @@ def grpo_trainer(
             save_strategy="no",
             seed=0,
             **config,
-        ),  # fmt: skip
+        ),
         train_dataset=Dataset.from_list([{"prompt": "Compute 1+2."}] * rows),
         trim_padding=trim,
         share_prompts=share,

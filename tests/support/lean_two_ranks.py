@@ -63,8 +63,11 @@ def main(model_dir: str, out: str) -> None:
         accelerator.backward(loss)
         grads = [p.grad for p in model.parameters()]
         grads = [g.full_tensor() if hasattr(g, "full_tensor") else g for g in grads]
-        result[path] = {"loss": loss.detach().clone(), "forwards": calls[0],
-                        "grads": [g.detach().clone() for g in grads]}  # fmt: skip
+        result[path] = {
+            "loss": loss.detach().clone(),
+            "forwards": calls[0],
+            "grads": [g.detach().clone() for g in grads],
+        }
     save_on_rank0(result, out)
     finish_rank()
 

@@ -16,9 +16,15 @@ def main() -> None:
 
     configure_threads()  # as every stage's entry point does
     torch.manual_seed(0)
-    config = Qwen2Config(vocab_size=300, hidden_size=192, intermediate_size=512,
-                         num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=4,
-                         max_position_embeddings=512)  # fmt: skip
+    config = Qwen2Config(
+        vocab_size=300,
+        hidden_size=192,
+        intermediate_size=512,
+        num_hidden_layers=2,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        max_position_embeddings=512,
+    )
     model = Qwen2ForCausalLM(config)
     ids = torch.randint(0, 300, (16, 200))
     model(input_ids=ids, labels=ids).loss.backward()

@@ -47,8 +47,7 @@ def episodes(model, rank: int) -> list[list[int]]:
             answered.add(i)
         return out
 
-    sampling = TurnSampling(budget=budget, eos_token_ids=tuple(range(1, 40)), pad_token_id=0,
-                            batch_size=2)  # fmt: skip
+    sampling = TurnSampling(budget=budget, eos_token_ids=tuple(range(1, 40)), pad_token_id=0, batch_size=2)
     generator = torch.Generator().manual_seed(200 + rank)
     traces = sample_episodes(model, PROMPTS[rank], on_turns, sampling, generator)
     return [t.completion_ids for t in traces]
@@ -65,8 +64,12 @@ def main(model_dir: str, out: str) -> None:
     for name, draw in (("single_turns", single_turns), ("episodes", episodes)):
         with torch.no_grad(), in_step(model, accelerator) as stepped:
             drawn = draw(stepped, rank)
-        result[name] = {"drawn": drawn, "whole": draw(whole, rank),
-                        "forwards": stepped.forwards, "stand_ins": stepped.stand_ins}  # fmt: skip
+        result[name] = {
+            "drawn": drawn,
+            "whole": draw(whole, rank),
+            "forwards": stepped.forwards,
+            "stand_ins": stepped.stand_ins,
+        }
     save_on_rank0(result, out)
     finish_rank()
 

@@ -17,11 +17,30 @@ REPO = Path(__file__).resolve().parents[2]
 def run_two_ranks(module: str, args: list[str], env: dict, port: int, fsdp: bool, timeout: int):
     """``accelerate launch`` of ``module`` on two CPU processes; returns the finished process."""
     wrapper = ["-m", "tests.support.fsdp_on_cpu"] if fsdp else ["-m"]
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-           str(REPO / "conf/accelerate/cpu_fsdp2.yaml"), "--num_processes", "2",
-           "--num_machines", "1", "--machine_rank", "0", "--main_process_ip", "127.0.0.1",
-           "--main_process_port", str(port), "--rdzv_backend", "static",
-           "--mixed_precision", "no", *wrapper, module, *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(REPO / "conf/accelerate/cpu_fsdp2.yaml"),
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--machine_rank",
+        "0",
+        "--main_process_ip",
+        "127.0.0.1",
+        "--main_process_port",
+        str(port),
+        "--rdzv_backend",
+        "static",
+        "--mixed_precision",
+        "no",
+        *wrapper,
+        module,
+        *args,
+    ]
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
 

@@ -132,9 +132,7 @@ FIXTURE_CASES = [
         "mmlu_pro",
         2,
         0,
-        lambda r: (
-            ref(r) == {"answer": "B", "num_options": 10} and "\nJ. Water vapour" in user_text(r)
-        ),
+        lambda r: ref(r) == {"answer": "B", "num_options": 10} and "\nJ. Water vapour" in user_text(r),
     ),
     ("supergpqa", "supergpqa", 2, 0, lambda r: ref(r) == {"answer": "C", "num_options": 5}),
     ("ifbench", "ifbench", 2, 0, lambda r: ref(r)["kwargs"] == [{"N": 3}, {}]),
@@ -143,10 +141,7 @@ FIXTURE_CASES = [
         "rlvr_ifeval",
         2,
         1,
-        lambda r: (
-            ref(r)["instruction_id_list"] == ["change_case:english_lowercase"]
-            and ref(r)["kwargs"] == [{}]
-        ),
+        lambda r: ref(r)["instruction_id_list"] == ["change_case:english_lowercase"] and ref(r)["kwargs"] == [{}],
     ),
     (
         "xlam",

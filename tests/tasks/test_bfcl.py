@@ -57,9 +57,7 @@ def test_every_possible_answer_is_correct(rows: list[dict[str, Any]]) -> None:
     failures = []
     for row in rows:
         ref = reference_of(row)
-        verdict = VERIFIER.verify(
-            render_tool_calls(gold_calls(ref["ground_truth"], ref["functions"])), ref
-        )
+        verdict = VERIFIER.verify(render_tool_calls(gold_calls(ref["ground_truth"], ref["functions"])), ref)
         if not verdict.is_correct:
             failures.append((row["id"], verdict.details))
     assert not failures, failures[:5]
@@ -91,9 +89,7 @@ def _different_type(value: Any) -> Any:
     return "qzx" if not isinstance(value, str) else 7919
 
 
-def mutate(
-    calls: list[dict[str, Any]], ref: dict[str, Any], kind: str
-) -> list[dict[str, Any]] | None:
+def mutate(calls: list[dict[str, Any]], ref: dict[str, Any], kind: str) -> list[dict[str, Any]] | None:
     """One mutated copy of the right answer, or None when this item admits no such mutation."""
     calls = copy.deepcopy(calls)
     for i, call in enumerate(calls):

@@ -36,9 +36,7 @@ def _scripted_policy(tokenizer: Any, rows: list[dict[str, Any]], wrong_ids: set[
             ]
         turns[row["prompt"][-1]["content"]] = render_tool_calls(calls) if calls else "2"
 
-    def generate(
-        prompt_ids: list[list[int]], *args: Any, **kwargs: Any
-    ) -> tuple[list[list[int]], None]:
+    def generate(prompt_ids: list[list[int]], *args: Any, **kwargs: Any) -> tuple[list[list[int]], None]:
         texts = []
         for ids in prompt_ids:
             prompt = tokenizer.decode(ids)
@@ -57,23 +55,23 @@ def test_grpo_step_with_workplace_and_tool_free_rows(tmp_path: Any) -> None:
     tokenizer = tiny.build_tokenizer()
     # the tiny template renders Hermes <tool_call> blocks; TRL needs to be told how to parse them
     tokenizer.response_template = qwen3_template
-    spec = tiny.TinyModelSpec(
-        hidden_size=32, num_hidden_layers=1, intermediate_size=64, max_position_embeddings=8192
-    )
+    spec = tiny.TinyModelSpec(hidden_size=32, num_hidden_layers=1, intermediate_size=64, max_position_embeddings=8192)
     model = tiny.build_model(spec, len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id)
-    agent = generate_workplace_tasks(1, seed=0, difficulty=1) + generate_workplace_tasks(
-        1, seed=0, difficulty=2
-    )
+    agent = generate_workplace_tasks(1, seed=0, difficulty=1) + generate_workplace_tasks(1, seed=0, difficulty=2)
     math = [
-        make_row(prompt=[{"role": "user", "content": "1+1?"}], domain="math", verifier="math",
-                 reference={"answer": "2"}, source="t", id="m0"),
-    ]  # fmt: skip
+        make_row(
+            prompt=[{"role": "user", "content": "1+1?"}],
+            domain="math",
+            verifier="math",
+            reference={"answer": "2"},
+            source="t",
+            id="m0",
+        ),
+    ]
     rows = agent + math
     seen: list[tuple[str, float | None]] = []
 
-    def reward_agent(
-        completions: list, environments: list, id: list[str], **kwargs: Any
-    ) -> list[float | None]:
+    def reward_agent(completions: list, environments: list, id: list[str], **kwargs: Any) -> list[float | None]:
         rewards = environment_rewards(environments)
         seen.extend(zip(id, rewards, strict=True))
         return rewards
@@ -81,9 +79,16 @@ def test_grpo_step_with_workplace_and_tool_free_rows(tmp_path: Any) -> None:
     from datasets import Dataset
 
     args = trl.GRPOConfig(
-        output_dir=str(tmp_path), per_device_train_batch_size=6, num_generations=2, max_steps=1,
-        max_completion_length=256, report_to=[], use_cpu=True, save_strategy="no", logging_steps=1,
-    )  # fmt: skip
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=6,
+        num_generations=2,
+        max_steps=1,
+        max_completion_length=256,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=1,
+    )
     trainer = trl.GRPOTrainer(
         model=model,
         processing_class=tokenizer,

@@ -75,9 +75,7 @@ def test_generator_is_deterministic_by_seed() -> None:
 
 @pytest.mark.parametrize("difficulty", [1, 2, 3, 4])
 def test_scripted_reference_episode_scores_one(difficulty: int) -> None:
-    assert [run_episode(row, gold(row)) for row in ROWS[difficulty]] == [1.0] * len(
-        ROWS[difficulty]
-    )
+    assert [run_episode(row, gold(row)) for row in ROWS[difficulty]] == [1.0] * len(ROWS[difficulty])
 
 
 def _wrong_value(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -130,9 +128,7 @@ def test_tolerated_deviations_still_score_one() -> None:
         assert run_episode(row, [failed_call, *calls]) == 1.0
         shouted = copy.deepcopy(calls)
         for call in shouted:
-            call["arguments"] = {
-                k: v.upper() if isinstance(v, str) else v for k, v in call["arguments"].items()
-            }
+            call["arguments"] = {k: v.upper() if isinstance(v, str) else v for k, v in call["arguments"].items()}
         assert run_episode(row, shouted) == 1.0
 
 
@@ -185,9 +181,7 @@ def test_hostile_arguments_give_error_observation(name: Any, arguments: Any) -> 
 @given(
     name=st.sampled_from(TOOLS),
     arguments=st.dictionaries(
-        st.sampled_from(
-            ["to", "body", "title", "day", "todo_id", "email_id", "event_id", "query", "x"]
-        ),
+        st.sampled_from(["to", "body", "title", "day", "todo_id", "email_id", "event_id", "query", "x"]),
         st.one_of(
             st.none(),
             st.booleans(),
@@ -236,9 +230,7 @@ TEXT_CASES = [
     (lambda calls: "<tool_call>{broken</tool_call>", Status.FORMAT_ERROR),
     # dozens of extra writes: once named them all, past the verdict's details limit
     (
-        lambda calls: render_tool_calls(
-            calls + [{"name": "add_todo", "arguments": {"title": "x"}}] * 60
-        ),
+        lambda calls: render_tool_calls(calls + [{"name": "add_todo", "arguments": {"title": "x"}}] * 60),
         Status.WRONG,
     ),
 ]
@@ -258,15 +250,9 @@ def test_unscorable_references_are_errors() -> None:
 
 def test_trl_contract() -> None:
     """TRL exposes every public function of the class except reset/get_reward as a tool."""
-    public = {
-        n
-        for n, _ in inspect.getmembers(WorkplaceEnvironment, inspect.isfunction)
-        if not n.startswith("_")
-    }
+    public = {n for n, _ in inspect.getmembers(WorkplaceEnvironment, inspect.isfunction) if not n.startswith("_")}
     assert public - {"reset"} == set(TOOLS) and len(TOOLS) >= 12
-    assert not [
-        n for n, _ in inspect.getmembers(NoToolsEnvironment, inspect.isfunction) if n != "reset"
-    ]
+    assert not [n for n, _ in inspect.getmembers(NoToolsEnvironment, inspect.isfunction) if n != "reset"]
     from transformers.utils import get_json_schema
 
     env = WorkplaceEnvironment()

@@ -40,9 +40,7 @@ def test_no_ifeval_or_ifbench_text_enters_training(train_rows):
         for line in (folder / name).read_text().splitlines():
             benchmark |= _shingles(json.loads(line)["prompt"])
     assert len(benchmark) > 10_000  # both files were read
-    texts = [_user(r) for r in train_rows] + [
-        g.template.format(topic=t.phrase) for g in GENRES for t in TOPICS
-    ]
+    texts = [_user(r) for r in train_rows] + [g.template.format(topic=t.phrase) for g in GENRES for t in TOPICS]
     shared = {s for text in texts for s in _shingles(text) & benchmark}
     assert not shared, f"benchmark word sequences in training prompts: {sorted(shared)[:5]}"
 

@@ -103,10 +103,7 @@ def test_science_keys_name_the_option_the_numbers_give():
 
 def test_science_heldout_asks_number_combinations_training_never_shows():
     def questions(split):
-        return {
-            r["prompt"][-1]["content"].split("\n")[0]
-            for r in generate("science", 600, 0, None, split)
-        }
+        return {r["prompt"][-1]["content"].split("\n")[0] for r in generate("science", 600, 0, None, split)}
 
     assert not questions("train") & questions("heldout")
 

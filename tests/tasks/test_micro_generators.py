@@ -102,8 +102,6 @@ def test_demonstrations_have_short_think_then_answer(domain):
 
 
 def test_science_options_are_shuffled_by_seed():
-    letters = Counter(
-        json.loads(r["reference"])["answer"] for r in generate("science", 400, 3, difficulty=3)
-    )
+    letters = Counter(json.loads(r["reference"])["answer"] for r in generate("science", 400, 3, difficulty=3))
     assert set(letters) == set("ABCD")
     assert min(letters.values()) > 60  # roughly uniform: no letter shortcut to learn

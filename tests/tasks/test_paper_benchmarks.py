@@ -117,7 +117,7 @@ def test_private_tests_are_read_from_the_pickle_without_unpickling(capsys):
     quality = QualityLog()
     load("livecodebench_v6", LCB, quality)
     reasons = quality.counts("livecodebench_v6/test").dropped
-    assert list(reasons) == ["private tests cannot be decoded: pickle holds more than a string: opcode GLOBAL"]  # fmt: skip
+    assert list(reasons) == ["private tests cannot be decoded: pickle holds more than a string: opcode GLOBAL"]
     assert "LCB_FIXTURE_UNPICKLED" not in capsys.readouterr().out
     for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
         assert pickled_string(pickle.dumps('[{"a": 1}]', protocol=protocol)) == '[{"a": 1}]'
@@ -259,9 +259,7 @@ def test_livecodebench_reads_the_release_files_at_the_pinned_revision(tmp_path, 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
     assert load_task_rows("livecodebench_v5") == load("livecodebench_v5", LCB)
     assert [c[1] for c in calls] == list(RELEASE_FILES["release_v5"])
-    assert {(c[0], c[2], c[3]) for c in calls} == {
-        ("livecodebench/code_generation_lite", "dataset", HUB_REVISION)
-    }
+    assert {(c[0], c[2], c[3]) for c in calls} == {("livecodebench/code_generation_lite", "dataset", HUB_REVISION)}
 
 
 def test_mmlu_redux_reads_every_subject_config(monkeypatch):
@@ -298,9 +296,7 @@ def test_ifbench_reads_the_shared_copy_and_every_row_is_scorable():
     quality = QualityLog()
     rows = load_task_rows("ifbench", quality=quality)
     assert len(rows) == 300 and quality.total_dropped() == 0
-    assert {str(json.loads(line)["key"]) for line in path.open()} == {
-        r["id"].rsplit(":", 1)[1] for r in rows
-    }
+    assert {str(json.loads(line)["key"]) for line in path.open()} == {r["id"].rsplit(":", 1)[1] for r in rows}
     filler = "Here is my answer.\n\nThe committee met on Tuesday, and the plan was approved."
     statuses = set()
     for row in rows:

@@ -68,11 +68,7 @@ def call(tool_name: str, **arguments: Any) -> dict[str, Any]:
 def test_tools_are_few_short_and_the_only_public_methods() -> None:
     tools = tool_names(WorkplaceLiteEnvironment)
     assert tools == ["contact", "done", "email", "todo"]
-    public = [
-        n
-        for n, _ in inspect.getmembers(WorkplaceLiteEnvironment, inspect.isfunction)
-        if not n.startswith("_")
-    ]
+    public = [n for n, _ in inspect.getmembers(WorkplaceLiteEnvironment, inspect.isfunction) if not n.startswith("_")]
     assert sorted(public) == sorted([*tools, "reset"])  # TRL exposes every public function
     assert get_environment_class(NAME) is WorkplaceLiteEnvironment
     assert set(environment_factories([NAME])) == {NAME, ""}
@@ -235,9 +231,7 @@ def test_prompts_fit_the_budget_as_trl_renders_them(tokenizer, level: int) -> No
     rows = micro.generate("agent", 16, seed=5, difficulty=level)
     lengths = []
     for row in rows:
-        text_only = tokenizer.apply_chat_template(
-            row["prompt"], add_generation_prompt=True, return_dict=False
-        )
+        text_only = tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, return_dict=False)
         with_tools = tokenizer.apply_chat_template(
             training_row(row)["prompt"], tools=tools, add_generation_prompt=True, return_dict=False
         )

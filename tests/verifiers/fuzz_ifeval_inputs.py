@@ -25,24 +25,66 @@ from verifiers.ifeval import CHECKS, parse_reference
 LANGUAGES = sorted(p.name for p in Path(PROFILES_DIRECTORY).iterdir())
 # Code point ranges of many scripts (language detection sees each), marks and joiners.
 SCRIPTS = {
-    "latin": (0x61, 0x7A), "latin_ext": (0xC0, 0x24F), "greek": (0x3B1, 0x3C9),
-    "cyrillic": (0x430, 0x44F), "armenian": (0x561, 0x586), "hebrew": (0x5D0, 0x5EA),
-    "arabic": (0x621, 0x64A), "devanagari": (0x905, 0x939), "bengali": (0x985, 0x9B9),
-    "gurmukhi": (0xA05, 0xA39), "gujarati": (0xA85, 0xAB9), "tamil": (0xB85, 0xBB9),
-    "telugu": (0xC05, 0xC39), "kannada": (0xC85, 0xCB9), "malayalam": (0xD05, 0xD39),
-    "sinhala": (0xD85, 0xDC6), "thai": (0xE01, 0xE2E), "lao": (0xE81, 0xEAE),
-    "tibetan": (0xF40, 0xF69), "myanmar": (0x1000, 0x102A), "georgian": (0x10D0, 0x10FA),
-    "hangul": (0xAC00, 0xD7A3), "ethiopic": (0x1200, 0x135A), "khmer": (0x1780, 0x17B3),
-    "mongolian": (0x1820, 0x1877), "hiragana": (0x3041, 0x3096), "katakana": (0x30A1, 0x30FA),
-    "cjk": (0x4E00, 0x9FFF), "cjk_ext_b": (0x20000, 0x2A6DF), "math_alnum": (0x1D400, 0x1D7FF),
-    "emoji": (0x1F300, 0x1FAFF), "combining": (0x300, 0x36F), "controls": (0x200B, 0x202E),
-    "private": (0xE000, 0xF8FF), "cherokee": (0x13A0, 0x13F4), "syriac": (0x710, 0x72F),
-}  # fmt: skip
+    "latin": (0x61, 0x7A),
+    "latin_ext": (0xC0, 0x24F),
+    "greek": (0x3B1, 0x3C9),
+    "cyrillic": (0x430, 0x44F),
+    "armenian": (0x561, 0x586),
+    "hebrew": (0x5D0, 0x5EA),
+    "arabic": (0x621, 0x64A),
+    "devanagari": (0x905, 0x939),
+    "bengali": (0x985, 0x9B9),
+    "gurmukhi": (0xA05, 0xA39),
+    "gujarati": (0xA85, 0xAB9),
+    "tamil": (0xB85, 0xBB9),
+    "telugu": (0xC05, 0xC39),
+    "kannada": (0xC85, 0xCB9),
+    "malayalam": (0xD05, 0xD39),
+    "sinhala": (0xD85, 0xDC6),
+    "thai": (0xE01, 0xE2E),
+    "lao": (0xE81, 0xEAE),
+    "tibetan": (0xF40, 0xF69),
+    "myanmar": (0x1000, 0x102A),
+    "georgian": (0x10D0, 0x10FA),
+    "hangul": (0xAC00, 0xD7A3),
+    "ethiopic": (0x1200, 0x135A),
+    "khmer": (0x1780, 0x17B3),
+    "mongolian": (0x1820, 0x1877),
+    "hiragana": (0x3041, 0x3096),
+    "katakana": (0x30A1, 0x30FA),
+    "cjk": (0x4E00, 0x9FFF),
+    "cjk_ext_b": (0x20000, 0x2A6DF),
+    "math_alnum": (0x1D400, 0x1D7FF),
+    "emoji": (0x1F300, 0x1FAFF),
+    "combining": (0x300, 0x36F),
+    "controls": (0x200B, 0x202E),
+    "private": (0xE000, 0xF8FF),
+    "cherokee": (0x13A0, 0x13F4),
+    "syriac": (0x710, 0x72F),
+}
 WORDS = ["the", "tea", "is", "hot", "NASA", "I", "Paris", "naïve", "日本", "Ωmega", "über"]
 PHRASES = [
-    "tea", "Tea time", " padded ", "a.b", ".*", "(a|b)+", "\\b", "[x]", "$1", "^", "***",
-    "日本語", "привет", "ß", "İstanbul", "x" * 400, "end\nline", "\u200bzero", "P.S.", "<<t>>",
-]  # fmt: skip
+    "tea",
+    "Tea time",
+    " padded ",
+    "a.b",
+    ".*",
+    "(a|b)+",
+    "\\b",
+    "[x]",
+    "$1",
+    "^",
+    "***",
+    "日本語",
+    "привет",
+    "ß",
+    "İstanbul",
+    "x" * 400,
+    "end\nline",
+    "\u200bzero",
+    "P.S.",
+    "<<t>>",
+]
 LETTERS = list("aeiouzAZ") + ["é", "ж", "日", "*", ".", "\\", "[", "1", " q ", "ß"]
 SPLITTERS = ["Section", "SECTION", "Part", "Chapter", "PARAGRAPH", "*", "#", "第", "a.b", "("]
 
@@ -107,9 +149,7 @@ def _draw_kwargs(rng: random.Random, instruction_id: str) -> dict[str, Any]:
     }
     params = inspect.signature(CHECKS[instruction_id]).parameters
     kwargs = {
-        n: draws.get(n, lambda: count(rng))()
-        for n, p in params.items()
-        if n != "response" and p.default is p.empty
+        n: draws.get(n, lambda: count(rng))() for n, p in params.items() if n != "response" and p.default is p.empty
     }
     if "nth_paragraph" in kwargs:  # must lie in 1..num_paragraphs
         total = max(1, int(float(kwargs["num_paragraphs"])) % 200)
@@ -149,14 +189,11 @@ def at_boundary(rng: random.Random, instruction_id: str, kwargs: dict[str, Any])
         "length_constraints:number_sentences": lambda: " ".join(["It is."] * n),
         "length_constraints:number_paragraphs": lambda: "\n***\n".join(["p"] * n),
         "length_constraints:nth_paragraph_first_word": lambda: "\n\n".join(
-            f"{kwargs['first_word']} p" if i == _n(kwargs["nth_paragraph"]) - 1 else "p"
-            for i in range(n)
+            f"{kwargs['first_word']} p" if i == _n(kwargs["nth_paragraph"]) - 1 else "p" for i in range(n)
         ),
         "detectable_content:number_placeholders": lambda: " ".join(["[x]"] * n),
         "detectable_format:number_highlighted_sections": lambda: " ".join(["*h*"] * n),
-        "detectable_format:multiple_sections": lambda: "\n".join(
-            f"{splitter} {i}\ntext" for i in range(1, n + 1)
-        ),
+        "detectable_format:multiple_sections": lambda: "\n".join(f"{splitter} {i}\ntext" for i in range(1, n + 1)),
         "detectable_format:number_bullet_lists": lambda: "\n".join(["* b"] * n),
         "change_case:capital_word_frequency": lambda: " ".join(["NASA"] * n),
         "keywords:letter_frequency": lambda: word * n,
@@ -178,11 +215,27 @@ def at_boundary(rng: random.Random, instruction_id: str, kwargs: dict[str, Any])
 def json_text(rng: random.Random) -> str:
     """Deep, malformed or borderline JSON, bare or fenced (the json_format instruction)."""
     depth = rng.choice([10, 1000, 5000, 100_000])
-    body = rng.choice([
-        "[" * depth + "]" * depth, "{\"a\":" * depth + "1" + "}" * depth, "[" * depth,
-        '{"a": 1,}', '{"a": NaN}', '{"a": Infinity}', "9" * 10_000, '"\\ud800"', '{"a": 1}{}',
-        '{"a": 1, "a": 2}', "[1, 2", "{'a': 1}", "null", '""', "1e999", "\x00", '{"\x00": 1}',
-    ])  # fmt: skip
+    body = rng.choice(
+        [
+            "[" * depth + "]" * depth,
+            '{"a":' * depth + "1" + "}" * depth,
+            "[" * depth,
+            '{"a": 1,}',
+            '{"a": NaN}',
+            '{"a": Infinity}',
+            "9" * 10_000,
+            '"\\ud800"',
+            '{"a": 1}{}',
+            '{"a": 1, "a": 2}',
+            "[1, 2",
+            "{'a': 1}",
+            "null",
+            '""',
+            "1e999",
+            "\x00",
+            '{"\x00": 1}',
+        ]
+    )
     fence = rng.choice(["", "```json\n", "```JSON\n", "```\n", "```Json"])
     return fence + body + rng.choice(["", "\n```", "```", "\n``"])
 
@@ -190,11 +243,34 @@ def json_text(rng: random.Random) -> str:
 def many(rng: random.Random) -> str:
     """Thousands of paragraphs, sections, bullets, placeholders, titles or asterisks."""
     n = rng.choice([1000, 5000, 20_000])
-    unit = rng.choice([
-        "para\n\n", "\n***\n", "Section 1\n", "SECTION 99 ", "* item\n", "- item\n", "*\n",
-        "[p]", "[", "*h*", "**b**", "*", "<<t>>\n", "<<", "******\n", "P.S. ", "It is. ",
-        "NASA ", "My answer is yes. ", ",", '"', "\n", "a", "1. Item\n",
-    ])  # fmt: skip
+    unit = rng.choice(
+        [
+            "para\n\n",
+            "\n***\n",
+            "Section 1\n",
+            "SECTION 99 ",
+            "* item\n",
+            "- item\n",
+            "*\n",
+            "[p]",
+            "[",
+            "*h*",
+            "**b**",
+            "*",
+            "<<t>>\n",
+            "<<",
+            "******\n",
+            "P.S. ",
+            "It is. ",
+            "NASA ",
+            "My answer is yes. ",
+            ",",
+            '"',
+            "\n",
+            "a",
+            "1. Item\n",
+        ]
+    )
     return unit * n
 
 

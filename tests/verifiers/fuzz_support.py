@@ -77,9 +77,7 @@ def timed_in_threads(
         return list(pool.map(one, items))
 
 
-def timed_through_pool(
-    pool: VerifierPool, items: Iterable[tuple[str, dict, Any, str]]
-) -> list[Timed]:
+def timed_through_pool(pool: VerifierPool, items: Iterable[tuple[str, dict, Any, str]]) -> list[Timed]:
     """Each item alone through the warm verifier pool (its hard limit applies), timed; items
     may be made lazily, so megabyte inputs need not all be held at once."""
     out = []

@@ -162,9 +162,7 @@ def test_at_most_max_tests_sampled_with_seed():
     # the sample changes with the seed: a solution wrong only on some inputs shows it
     picky = "def ident(x):\n    return x if x % 2 else -1"
     scores = {
-        verify(
-            py(picky), reference, get_verifier("code", max_tests=3, seed=s, reward="fraction")
-        ).score
+        verify(py(picky), reference, get_verifier("code", max_tests=3, seed=s, reward="fraction")).score
         for s in range(6)
     }
     assert len(scores) > 1
@@ -188,16 +186,21 @@ def test_verifier_pickles(verifier):
     import pickle
 
     copy = pickle.loads(pickle.dumps(verifier))
-    assert (
-        copy == verifier and verify(py("def add(a, b):\n    return a + b"), CALL, copy).is_correct
-    )
+    assert copy == verifier and verify(py("def add(a, b):\n    return a + b"), CALL, copy).is_correct
 
 
 @pytest.mark.parametrize(
     ("got", "want", "tol", "equal"),
-    [(1, 1, None, True), (True, 1, None, False), (0.1 + 0.2, 0.3, None, True), (1.0, 1.1, 0.2, True),
-     ([1, [2.0]], [1, [2]], None, True), ({"a": 1}, {"a": 2}, None, False), ("1", 1, None, False)],
-)  # fmt: skip
+    [
+        (1, 1, None, True),
+        (True, 1, None, False),
+        (0.1 + 0.2, 0.3, None, True),
+        (1.0, 1.1, 0.2, True),
+        ([1, [2.0]], [1, [2]], None, True),
+        ({"a": 1}, {"a": 2}, None, False),
+        ("1", 1, None, False),
+    ],
+)
 def test_values_equal(got, want, tol, equal):
     assert values_equal(got, want, tol) is equal
 
@@ -210,8 +213,6 @@ def test_values_equal(got, want, tol, equal):
         (None, {"time_limit_s": 2}, 3, (2.0 + 1) * 3 + 5),  # the row's own per-test limit
     ],
 )
-def test_sample_budget_is_fixed_for_rewards_and_grows_with_the_tests_at_evaluation(
-    limit, reference, tests, budget
-):
+def test_sample_budget_is_fixed_for_rewards_and_grows_with_the_tests_at_evaluation(limit, reference, tests, budget):
     verifier = get_verifier("code", sample_time_limit_s=limit)
     assert verifier._sample_budget(reference, tests) == budget

@@ -44,9 +44,7 @@ def test_humaneval_canonical_solutions_all_pass(shared_data, verifier):
     verdicts = verifier.verify_many(
         [fenced(r["canonical_solution"]) for r in rows], [humaneval_reference(r) for r in rows]
     )
-    failed = {
-        r["task_id"]: v.details for r, v in zip(rows, verdicts, strict=True) if not v.is_correct
-    }
+    failed = {r["task_id"]: v.details for r, v in zip(rows, verdicts, strict=True) if not v.is_correct}
     assert len(rows) == 164 and not failed
 
 
@@ -62,18 +60,11 @@ def test_humaneval_bare_prompt_fails_every_problem(shared_data, verifier):
 
 
 def mbpp_results(shared_data: Path, verifier, task_ids: range) -> tuple[int, dict[int, str]]:
-    rows = [
-        json.loads(line) for line in (shared_data / "code" / "mbpp.jsonl").open() if line.strip()
-    ]
+    rows = [json.loads(line) for line in (shared_data / "code" / "mbpp.jsonl").open() if line.strip()]
     rows = [r for r in rows if r["task_id"] in task_ids]
-    refs = [
-        {"style": "assert", "test": "\n".join(r["test_list"]), "setup": r["test_setup_code"]}
-        for r in rows
-    ]
+    refs = [{"style": "assert", "test": "\n".join(r["test_list"]), "setup": r["test_setup_code"]} for r in rows]
     verdicts = verifier.verify_many([fenced(r["code"]) for r in rows], refs)
-    failed = {
-        r["task_id"]: v.details for r, v in zip(rows, verdicts, strict=True) if not v.is_correct
-    }
+    failed = {r["task_id"]: v.details for r, v in zip(rows, verdicts, strict=True) if not v.is_correct}
     return len(rows), failed
 
 
@@ -158,9 +149,7 @@ def test_leetcode_correct_solution_passes_both_ways(shared_data, verifier, task_
 def test_leetcode_wrong_solution_fails(shared_data, verifier, offset):
     row = list(leetcode_rows(shared_data).values())[offset]
     reference = leetcode_call_reference(row)
-    wrong = solution_class(
-        f"def {reference['fn_name']}(self, *args, **kwargs):\n        return None"
-    )
+    wrong = solution_class(f"def {reference['fn_name']}(self, *args, **kwargs):\n        return None")
     verdict = verifier.verify(fenced(wrong), dict(reference, prefix=PREFIX))
     assert verdict.status is Status.WRONG and "expected" in verdict.details, verdict
     as_assert = verifier.verify(fenced(wrong), {"style": "assert", "test": row["test"]})

@@ -21,42 +21,69 @@ NODE = "class Node:\n    def __init__(self, v):\n        self.v, self.left, self
 
 TABLE = [
     # (solution, reference, status): features the remote proxies must support
-    (POINT + "def dist(p, q):\n    return ((p.x - q.x) ** 2 + (p.y - q.y) ** 2) ** 0.5",
-     {"test": "assert dist(Point(0, 0), Point(3, 4)) == 5.0\nassert Point(1, 2).y == 2"},
-     Status.CORRECT),
-    (NODE + "def depth(n):\n    return 0 if n is None else 1 + max(depth(n.left), depth(n.right))",
-     {"setup": "root = Node(1)\nroot.left = Node(2)\nroot.left.right = Node(3)",
-      "test": "assert depth(root) == 3\nassert root.left.right.v == 3"},
-     Status.CORRECT),
-    ("class Solution:\n    def twice(self, x, *, times=2):\n        return [x] * times",
-     {"test": "s = Solution()\nassert s.twice(**{'x': 1, 'times': 3}) == [1, 1, 1]"},
-     Status.CORRECT),
-    ("def gen(n):\n    yield from range(n)",
-     {"test": "assert list(gen(3)) == [0, 1, 2]\nassert [x for x in gen(2)] == [0, 1]"},
-     Status.CORRECT),
-    ("class Box:\n    def __init__(self, v):\n        self.v = v\n    def get(self):\n"
-     "        return self.v\n    def __len__(self):\n        return 7\ndef make(v):\n    return Box(v)",
-     {"test": "assert make(2).get() == 2\nassert len(make(1)) == 7\nassert make(1) != make(1)"},
-     Status.CORRECT),
-    ("def keep(items, kind):\n    return [x for x in items if isinstance(x, kind)]",
-     {"test": "assert keep((1, 'a', 2.5), int) == [1]\nassert keep((1, 'a'), str) == ['a']"},
-     Status.CORRECT),
-    ("import sys\ndef size(t):\n    return sys.getsizeof(t)",
-     {"test": "assert size((1, 2)) == sys.getsizeof((1, 2))"}, Status.CORRECT),
+    (
+        POINT + "def dist(p, q):\n    return ((p.x - q.x) ** 2 + (p.y - q.y) ** 2) ** 0.5",
+        {"test": "assert dist(Point(0, 0), Point(3, 4)) == 5.0\nassert Point(1, 2).y == 2"},
+        Status.CORRECT,
+    ),
+    (
+        NODE + "def depth(n):\n    return 0 if n is None else 1 + max(depth(n.left), depth(n.right))",
+        {
+            "setup": "root = Node(1)\nroot.left = Node(2)\nroot.left.right = Node(3)",
+            "test": "assert depth(root) == 3\nassert root.left.right.v == 3",
+        },
+        Status.CORRECT,
+    ),
+    (
+        "class Solution:\n    def twice(self, x, *, times=2):\n        return [x] * times",
+        {"test": "s = Solution()\nassert s.twice(**{'x': 1, 'times': 3}) == [1, 1, 1]"},
+        Status.CORRECT,
+    ),
+    (
+        "def gen(n):\n    yield from range(n)",
+        {"test": "assert list(gen(3)) == [0, 1, 2]\nassert [x for x in gen(2)] == [0, 1]"},
+        Status.CORRECT,
+    ),
+    (
+        "class Box:\n    def __init__(self, v):\n        self.v = v\n    def get(self):\n"
+        "        return self.v\n    def __len__(self):\n        return 7\ndef make(v):\n    return Box(v)",
+        {"test": "assert make(2).get() == 2\nassert len(make(1)) == 7\nassert make(1) != make(1)"},
+        Status.CORRECT,
+    ),
+    (
+        "def keep(items, kind):\n    return [x for x in items if isinstance(x, kind)]",
+        {"test": "assert keep((1, 'a', 2.5), int) == [1]\nassert keep((1, 'a'), str) == ['a']"},
+        Status.CORRECT,
+    ),
+    (
+        "import sys\ndef size(t):\n    return sys.getsizeof(t)",
+        {"test": "assert size((1, 2)) == sys.getsizeof((1, 2))"},
+        Status.CORRECT,
+    ),
     ("def sum(a, b):\n    return a + b", {"test": "assert sum(2, 3) == 5"}, Status.CORRECT),
-    ("from collections import Counter\ndef freq(xs):\n    return Counter(xs)",
-     {"test": "assert freq('aab') == {'a': 2, 'b': 1}"}, Status.CORRECT),
-    ("def inv(x):\n    if x == 0:\n        raise ValueError('zero')\n    return 1 / x",
-     {"test": "try:\n    inv(0)\nexcept ValueError:\n    ok = True\nassert ok"}, Status.CORRECT),
-    ("class MyError(Exception):\n    pass\ndef inv(x):\n    raise MyError()",
-     {"test": "try:\n    inv(0)\nexcept ValueError:\n    pass"}, Status.WRONG),
-    ("print('{\"unit\": 0, \"ok\": true}')\ndef add(a, b):\n    print('noise')\n    return a + b",
-     {"test": "assert add(1, 2) == 3"}, Status.CORRECT),
-    ("def apply(f, x):\n    return f(x)", {"test": "assert apply(lambda v: v + 1, 1) == 2"},
-     Status.WRONG),
-    ("def add(a, b):\n    return a + b", {"test": "assert add(1, 2) == 3\nassert mul(2, 2) == 4"},
-     Status.WRONG),
-]  # fmt: skip
+    (
+        "from collections import Counter\ndef freq(xs):\n    return Counter(xs)",
+        {"test": "assert freq('aab') == {'a': 2, 'b': 1}"},
+        Status.CORRECT,
+    ),
+    (
+        "def inv(x):\n    if x == 0:\n        raise ValueError('zero')\n    return 1 / x",
+        {"test": "try:\n    inv(0)\nexcept ValueError:\n    ok = True\nassert ok"},
+        Status.CORRECT,
+    ),
+    (
+        "class MyError(Exception):\n    pass\ndef inv(x):\n    raise MyError()",
+        {"test": "try:\n    inv(0)\nexcept ValueError:\n    pass"},
+        Status.WRONG,
+    ),
+    (
+        "print('{\"unit\": 0, \"ok\": true}')\ndef add(a, b):\n    print('noise')\n    return a + b",
+        {"test": "assert add(1, 2) == 3"},
+        Status.CORRECT,
+    ),
+    ("def apply(f, x):\n    return f(x)", {"test": "assert apply(lambda v: v + 1, 1) == 2"}, Status.WRONG),
+    ("def add(a, b):\n    return a + b", {"test": "assert add(1, 2) == 3\nassert mul(2, 2) == 4"}, Status.WRONG),
+]
 
 
 @pytest.mark.parametrize(("solution", "reference", "status"), TABLE)

@@ -25,10 +25,37 @@ def roundtrip(value):
     return decode(encode(value, refuse), no_handles)
 
 
-PLAIN = [None, True, False, 0, -7, 2**53, -(2**80), 10**5000, 1.5, -0.0, math.inf, -math.inf,
-         "", "héllo \ud800", b"\x00\xff", bytearray(b"ab"), 1 + 2j, complex(math.inf, -1),
-         [1, [2, (3, {4})]], (), (1,), {1: "a", (2, 3): [None]}, set(), frozenset({1, "x"}),
-         {frozenset({1}): {"k": [1.25]}}, Fraction(1, 3), Decimal("1.10"), int, type(None)]  # fmt: skip
+PLAIN = [
+    None,
+    True,
+    False,
+    0,
+    -7,
+    2**53,
+    -(2**80),
+    10**5000,
+    1.5,
+    -0.0,
+    math.inf,
+    -math.inf,
+    "",
+    "héllo \ud800",
+    b"\x00\xff",
+    bytearray(b"ab"),
+    1 + 2j,
+    complex(math.inf, -1),
+    [1, [2, (3, {4})]],
+    (),
+    (1,),
+    {1: "a", (2, 3): [None]},
+    set(),
+    frozenset({1, "x"}),
+    {frozenset({1}): {"k": [1.25]}},
+    Fraction(1, 3),
+    Decimal("1.10"),
+    int,
+    type(None),
+]
 
 
 @pytest.mark.parametrize("value", PLAIN, ids=lambda v: type(v).__name__)
@@ -43,9 +70,8 @@ def test_nan_round_trips():
 
 @pytest.mark.parametrize(
     ("value", "plain"),
-    [(Counter("aab"), {"a": 2, "b": 1}), (OrderedDict(x=1), {"x": 1}),
-     (namedtuple("P", "x y")(1, 2), (1, 2))],
-)  # fmt: skip
+    [(Counter("aab"), {"a": 2, "b": 1}), (OrderedDict(x=1), {"x": 1}), (namedtuple("P", "x y")(1, 2), (1, 2))],
+)
 def test_subclasses_travel_as_their_builtin_content(value, plain):
     back = roundtrip(value)
     assert type(back) is type(plain) and back == plain
@@ -84,10 +110,25 @@ def test_nesting_and_cycles_are_capped():
 
 
 HOSTILE_NODES = [
-    {"a": 1}, [], [1, 2], ["zz"], ["d", 1], ["I", "xyz"], ["I", 5], ["F", "1e999x"],
-    ["b", "zz"], ["T", "Exception"], ["T", "__import__"], ["s", ["l"]], ["d", ["l"], 1],
-    ["Q", 1, 0], ["c", "1", 2], ["D", "not a number"], ["h", 0, 1], ["M", "os"],
-]  # fmt: skip
+    {"a": 1},
+    [],
+    [1, 2],
+    ["zz"],
+    ["d", 1],
+    ["I", "xyz"],
+    ["I", 5],
+    ["F", "1e999x"],
+    ["b", "zz"],
+    ["T", "Exception"],
+    ["T", "__import__"],
+    ["s", ["l"]],
+    ["d", ["l"], 1],
+    ["Q", 1, 0],
+    ["c", "1", 2],
+    ["D", "not a number"],
+    ["h", 0, 1],
+    ["M", "os"],
+]
 
 
 @pytest.mark.parametrize("node", HOSTILE_NODES, ids=repr)

@@ -32,10 +32,7 @@ ODD_COMPLETIONS = [
 
 def test_verifiers_package_is_ours() -> None:
     # PyPI has an unrelated "verifiers" distribution; this one must shadow it
-    assert (
-        Path(verifiers.__file__).resolve().parent
-        == Path(__file__).resolve().parents[2] / "verifiers"
-    )
+    assert Path(verifiers.__file__).resolve().parent == Path(__file__).resolve().parents[2] / "verifiers"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -48,9 +45,7 @@ def test_registered_frozen_and_picklable(name: str) -> None:
         verifier.name = "other"  # type: ignore[misc]
     clone = pickle.loads(pickle.dumps(verifier))
     assert clone == verifier
-    assert clone.verify("Answer: 42", REFERENCES[name]) == verifier.verify(
-        "Answer: 42", REFERENCES[name]
-    )
+    assert clone.verify("Answer: 42", REFERENCES[name]) == verifier.verify("Answer: 42", REFERENCES[name])
 
 
 @pytest.mark.parametrize("name", NAMES)

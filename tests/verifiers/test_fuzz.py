@@ -167,11 +167,7 @@ def random_strings(seed: int, count: int) -> list[str]:
 
 
 def run_fuzz(pool: VerifierPool, texts: list[str], timeout_s: float) -> Counter:
-    items = [
-        (text, refs[i % len(refs)], name)
-        for name, refs in REFERENCES.items()
-        for i, text in enumerate(texts)
-    ]
+    items = [(text, refs[i % len(refs)], name) for name, refs in REFERENCES.items() for i, text in enumerate(texts)]
     start = time.monotonic()
     verdicts = pool.verify_batch(items, timeout_s=timeout_s)
     elapsed = time.monotonic() - start

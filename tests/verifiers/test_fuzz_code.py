@@ -4,7 +4,8 @@ References are the kinds the code tasks emit: micro call and stdin/stdout rows (
 ``tasks.micro.code``), HumanEval ``check(candidate)`` with a prompt prefix, MBPP asserts with
 setup, LeetCode ``Solution`` asserts, TACO/APPS stdio and call tests (``io_reference``).
 Completions wrap right, wrong and hostile programs (infinite loops, huge output, fork bombs,
-exits, syntax errors, runaway recursion and memory, nesting past the parser's depth, hostile return values) in well-formed, malformed, nested, unclosed
+exits, syntax errors, runaway recursion and memory, nesting past the parser's depth, hostile return
+values) in well-formed, malformed, nested, unclosed
 and ``~~~`` fences, reasoning sections, megabytes of text and binary junk. About a third never
 reach the sandbox (no code found), which keeps 10,000 items within minutes on two cores.
 Items run as the scorer runs them (``verify`` on threads, the verifier's own hard limits).
@@ -232,16 +233,12 @@ def generate(seed: int, count: int) -> list[tuple[str, dict, str]]:
 
 @pytest.fixture(scope="module")
 def verifier():
-    return get_verifier(
-        "code", test_time_limit_s=TEST_LIMIT_S, sample_time_limit_s=SAMPLE_LIMIT_S, memory_mb=256
-    )
+    return get_verifier("code", test_time_limit_s=TEST_LIMIT_S, sample_time_limit_s=SAMPLE_LIMIT_S, memory_mb=256)
 
 
 def fuzz(verifier, seed: int, count: int):
     items = [(c, r, verifier, label) for c, r, label in generate(seed, count)]
-    summary = run_and_check(
-        lambda: timed_in_threads(items, THREADS, ReasoningFormat()), HARD_LIMIT_S, f"code {seed}"
-    )
+    summary = run_and_check(lambda: timed_in_threads(items, THREADS, ReasoningFormat()), HARD_LIMIT_S, f"code {seed}")
     assert summary.infra == 0, "sandbox infrastructure failed under fuzzing"
     return summary
 
@@ -250,8 +247,7 @@ def test_generated_items_cover_every_kind():
     labels = {label for _, _, label in generate(0, 1000)}
     kinds = {label.split("/")[1] for label in labels}
     refs = {label.split("/")[0] for label in labels}
-    assert kinds == {
-        "no_code", "right", "wrong", "slow", "binary", "deep", "returns", "hostile"}  # fmt: skip
+    assert kinds == {"no_code", "right", "wrong", "slow", "binary", "deep", "returns", "hostile"}
     assert refs == {label for label, *_ in ENTRIES}
 
 

@@ -49,5 +49,5 @@ def test_every_registered_verifier_has_a_fuzz_module():
 
 
 def test_fuzz_modules_name_only_registered_verifiers():
-    unknown = {name: modules for name, modules in declared().items() if name not in known_verifiers()}  # fmt: skip
+    unknown = {name: modules for name, modules in declared().items() if name not in known_verifiers()}
     assert not unknown, f"FUZZED names no registered verifier: {unknown}"

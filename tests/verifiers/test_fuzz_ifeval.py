@@ -28,7 +28,7 @@ from verifiers.pool.pool import VerifierPool
 FUZZED = ("ifeval",)
 POOL_TIMEOUT_S = 10.0  # the pool's default: what the scorer runs ifeval under
 DATA = "instruction_following"
-VARIANTS = [IFEvalVerifier(mode=m, reward=r) for m in ("strict", "loose") for r in ("all", "fraction")]  # fmt: skip
+VARIANTS = [IFEvalVerifier(mode=m, reward=r) for m in ("strict", "loose") for r in ("all", "fraction")]
 
 
 def _jsonl(name: str) -> list[dict[str, Any]]:
@@ -45,7 +45,7 @@ def corpus() -> tuple[list[tuple[str, dict]], list[str]]:
         for row in _jsonl("ifeval_input_data.jsonl")
     ]
     micro = [("micro", checked(reference_of(row))) for row in micro_instruction.generate(60, 1)]
-    real = [row["response"] for row in _jsonl("ifeval_input_response_data_gpt4_20231107_145030.jsonl")]  # fmt: skip
+    real = [row["response"] for row in _jsonl("ifeval_input_response_data_gpt4_20231107_145030.jsonl")]
     return data + micro, real
 
 
@@ -71,9 +71,7 @@ def pool():
 
 def fuzz(pool: VerifierPool, seed: int, count: int, corpus):
     items = generate(seed, count, corpus)
-    summary = run_and_check(
-        lambda: timed_through_pool(pool, items), POOL_TIMEOUT_S, f"ifeval {seed}"
-    )
+    summary = run_and_check(lambda: timed_through_pool(pool, items), POOL_TIMEOUT_S, f"ifeval {seed}")
     # every checker is linear in the (tail-capped) response: a timeout here is a hang
     assert summary.statuses["timeout"] == 0, summary.by_label
     return summary

@@ -61,12 +61,8 @@ def test_hostile_completions_get_the_judges_grade_in_bounded_time(seed):
         server.reply = echo_then_grade
         endpoint = {"base_url": server.base_url, "timeout_s": TIMEOUT_S}
         judge = get_verifier("judge", backend="openai", openai=endpoint, rubric=RUBRIC)
-        items = [
-            (text, REFERENCE, judge, kind) for kind, text in (completion(rng) for _ in range(120))
-        ]
-        summary = run_and_check(
-            lambda: timed_in_threads(items, 8, ReasoningFormat()), TIMEOUT_S, f"judge {seed}"
-        )
+        items = [(text, REFERENCE, judge, kind) for kind, text in (completion(rng) for _ in range(120))]
+        summary = run_and_check(lambda: timed_in_threads(items, 8, ReasoningFormat()), TIMEOUT_S, f"judge {seed}")
     assert summary.infra == 0
     allowed = {Status.CORRECT.value, Status.FORMAT_ERROR.value}
     assert set(summary.statuses) <= allowed, summary.statuses

@@ -69,21 +69,41 @@ BFCL = [
     ("simple", [AREA], [{"calc_area": {"base": [10], "height": [5.0], "unit": ["cm", ""]}}], False),
     ("multiple", [AREA, FACT, HOTEL], [{"factorial": {"n": [5]}}], False),
     ("parallel", [FACT], [{"math.factorial": {"n": [3]}}, {"math.factorial": {"n": [4]}}], True),
-    ("parallel_multiple", [AREA, HOTEL, FACT], [
-        {"hotel.book": {"city": ["Paris", "paris"], "nights": [2], "guests": [["Ann", "Bo"], ""],
-                        "prefs": [{"smoking": [False, ""]}, ""], "budget": [[100.0, 200.0], ""],
-                        "note": ["", "late"]}},
-        {"calc_area": {"base": [3], "height": [4.5], "unit": [""]}},
-        {"math.factorial": {"n": [7]}}], True),
+    (
+        "parallel_multiple",
+        [AREA, HOTEL, FACT],
+        [
+            {
+                "hotel.book": {
+                    "city": ["Paris", "paris"],
+                    "nights": [2],
+                    "guests": [["Ann", "Bo"], ""],
+                    "prefs": [{"smoking": [False, ""]}, ""],
+                    "budget": [[100.0, 200.0], ""],
+                    "note": ["", "late"],
+                }
+            },
+            {"calc_area": {"base": [3], "height": [4.5], "unit": [""]}},
+            {"math.factorial": {"n": [7]}},
+        ],
+        True,
+    ),
     ("irrelevance", [AREA, FACT], [], False),
-]  # fmt: skip
+]
 XLAM_TOOLS = [
-    {"name": "get_weather", "parameters": {"city": {"type": "str", "description": "city"},
-                                           "days": {"type": "int, optional", "default": 1}}},
+    {
+        "name": "get_weather",
+        "parameters": {
+            "city": {"type": "str", "description": "city"},
+            "days": {"type": "int, optional", "default": 1},
+        },
+    },
     {"name": "convert", "parameters": {"amount": {"type": "float"}, "to": {"type": "str"}}},
-]  # fmt: skip
-XLAM_CALLS = [{"name": "get_weather", "arguments": {"city": "Oslo"}},
-              {"name": "convert", "arguments": {"amount": 2.5, "to": "EUR"}}]  # fmt: skip
+]
+XLAM_CALLS = [
+    {"name": "get_weather", "arguments": {"city": "Oslo"}},
+    {"name": "convert", "arguments": {"amount": 2.5, "to": "EUR"}},
+]
 
 
 def workplace_functions(environment: str) -> list[dict[str, Any]]:
@@ -122,10 +142,30 @@ def references() -> list[tuple[str, dict, list[dict], Any]]:
 REFERENCES = references()
 HUGE_INT = "9" * 5000  # past Python's int digit limit: spliced into JSON text, not dumped
 HOSTILE_VALUES: list[Any] = [
-    10**100, -(2**63), float("nan"), float("inf"), -0.0, 1e308, True, None, "", "ü" * 50,
-    "\ud800", "\x00", "a" * 100_000, {"nested": {"deep": ["x"]}}, [], [[1]], {"": None},
-    "'; DROP TABLE", "Paris" + "\u200b", 3.0000000001, "1e999", "HUGE_INT", "DEEP",
-]  # fmt: skip
+    10**100,
+    -(2**63),
+    float("nan"),
+    float("inf"),
+    -0.0,
+    1e308,
+    True,
+    None,
+    "",
+    "ü" * 50,
+    "\ud800",
+    "\x00",
+    "a" * 100_000,
+    {"nested": {"deep": ["x"]}},
+    [],
+    [[1]],
+    {"": None},
+    "'; DROP TABLE",
+    "Paris" + "\u200b",
+    3.0000000001,
+    "1e999",
+    "HUGE_INT",
+    "DEEP",
+]
 
 
 def mutate(rng: random.Random, calls: list[dict]) -> tuple[str, list[Any]]:
@@ -139,13 +179,15 @@ def mutate(rng: random.Random, calls: list[dict]) -> tuple[str, list[Any]]:
     elif kind == "type" and calls:
         i = rng.randrange(len(calls))
         bad = [5, None, ["f"], {"n": "f"}, "", " ", "f" * 10_000, "\ud800"]
-        calls[i] = rng.choice([
-            dict(calls[i], name=rng.choice(bad)),
-            dict(calls[i], arguments=rng.choice([[1, 2], "not json", 3, "{\"a\": ", None])),
-            [calls[i]["name"], calls[i]["arguments"]],
-            {"arguments": calls[i]["arguments"]},
-            {"type": "function", "function": rng.choice(["f", [1], {"name": 1}])},
-        ])  # fmt: skip
+        calls[i] = rng.choice(
+            [
+                dict(calls[i], name=rng.choice(bad)),
+                dict(calls[i], arguments=rng.choice([[1, 2], "not json", 3, '{"a": ', None])),
+                [calls[i]["name"], calls[i]["arguments"]],
+                {"arguments": calls[i]["arguments"]},
+                {"type": "function", "function": rng.choice(["f", [1], {"name": 1}])},
+            ]
+        )
     elif kind == "shape":
         calls = rng.choice([[], calls * rng.randint(2, 70), calls[:-1], [calls]])
     elif kind == "extra":
@@ -175,18 +217,17 @@ def render(rng: random.Random, calls: list[Any], form: int | None = None) -> str
         return f"```json\n{dumps(calls[0] if len(calls) == 1 else calls, rng)}\n```"
     if form == 4:  # OpenAI: arguments as a JSON string
         wrapped = [
-            {"type": "function", "function": {"name": c.get("name"),
-                                              "arguments": dumps(c.get("arguments"), rng)}}
-            if isinstance(c, dict) else c
+            {"type": "function", "function": {"name": c.get("name"), "arguments": dumps(c.get("arguments"), rng)}}
+            if isinstance(c, dict)
+            else c
             for c in calls
-        ]  # fmt: skip
+        ]
         return dumps(wrapped, rng)
     if form == 5:  # a chat message list
         return dumps([{"role": "assistant", "content": "", "tool_calls": calls}], rng)
     if form == 6:  # "parameters" for "arguments"
         renamed = [
-            {"name": c.get("name"), "parameters": c.get("arguments")} if isinstance(c, dict) else c
-            for c in calls
+            {"name": c.get("name"), "parameters": c.get("arguments")} if isinstance(c, dict) else c for c in calls
         ]
         return "\n".join(f"<tool_call>{dumps(c, rng)}</tool_call>" for c in renamed)
     if form == 7:  # the last block cut: no closing tag (stop strings eat it)
@@ -221,7 +262,7 @@ def corrupt(rng: random.Random, text: str) -> str:
 def generate(seed: int, count: int) -> list[tuple[str, dict, Any, str]]:
     """``count`` seeded (completion, reference, verifier, label) items."""
     rng = random.Random(seed)
-    built = {"tool_calls": get_verifier("tool_calls"), "partial": get_verifier("tool_calls", mode="partial")}  # fmt: skip
+    built = {"tool_calls": get_verifier("tool_calls"), "partial": get_verifier("tool_calls", mode="partial")}
     items = []
     for _ in range(count):
         label, ref, calls, verifier = rng.choice(REFERENCES)
@@ -240,9 +281,7 @@ def pool():
 
 def fuzz(pool: VerifierPool, seed: int, count: int):
     items = generate(seed, count)
-    summary = run_and_check(
-        lambda: timed_through_pool(pool, items), POOL_TIMEOUT_S, f"tools {seed}"
-    )
+    summary = run_and_check(lambda: timed_through_pool(pool, items), POOL_TIMEOUT_S, f"tools {seed}")
     # parsing and matching are linear: a timeout here is a hang, not a slow answer
     assert summary.statuses["timeout"] == 0, summary.by_label
     return summary
@@ -251,8 +290,7 @@ def fuzz(pool: VerifierPool, seed: int, count: int):
 def test_generated_items_cover_every_kind():
     labels = {label for *_, label in generate(0, 1000)}
     assert {label.split("/")[0] for label in labels} == {label for label, *_ in REFERENCES}
-    assert {label.split("/")[1] for label in labels} == {
-        "right", "value", "type", "shape", "extra", "shuffle"}  # fmt: skip
+    assert {label.split("/")[1] for label in labels} == {"right", "value", "type", "shape", "extra", "shuffle"}
 
 
 def test_right_answers_score_correct(pool):

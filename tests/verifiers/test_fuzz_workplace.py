@@ -35,11 +35,29 @@ from verifiers.pool.pool import VerifierPool
 
 FUZZED = ("workplace",)
 POOL_TIMEOUT_S = 10.0  # the pool's default: what the scorer runs the replay under
-ALL_TOOLS = sorted({t for env in ("workplace", "workplace_lite") for t in tool_names(get_environment_class(env))})  # fmt: skip
+ALL_TOOLS = sorted({t for env in ("workplace", "workplace_lite") for t in tool_names(get_environment_class(env))})
 HOSTILE_VALUES: list[Any] = [
-    "x" * 400, "x" * 401, 10**9 - 1, 10**9, -(10**9), True, 1.0, None, "", " ", "\ud800",
-    "\x00", "BOB ", "mon\u200b", "ünïcödé", [1], {"a": 1}, 10**30, float("nan"), "<tool_call>",
-]  # fmt: skip
+    "x" * 400,
+    "x" * 401,
+    10**9 - 1,
+    10**9,
+    -(10**9),
+    True,
+    1.0,
+    None,
+    "",
+    " ",
+    "\ud800",
+    "\x00",
+    "BOB ",
+    "mon\u200b",
+    "ünïcödé",
+    [1],
+    {"a": 1},
+    10**30,
+    float("nan"),
+    "<tool_call>",
+]
 
 
 def crowded(reference: dict[str, Any], rng: random.Random) -> dict[str, Any]:
@@ -48,12 +66,12 @@ def crowded(reference: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     state = reference["task"]["state"]
     n = rng.choice([20, 200, 600])
     scripts = ["zed", "ζήτα", "зет", "ゼット", "זד", "ज़ेड", "😀"]
-    state["contacts"] += [{"name": f"{rng.choice(scripts)}{i}", "email": f"c{i}@m.io", "phone": ""} for i in range(n)]  # fmt: skip
+    state["contacts"] += [{"name": f"{rng.choice(scripts)}{i}", "email": f"c{i}@m.io", "phone": ""} for i in range(n)]
     for table, extra in (
         ("emails", lambda i: {"folder": "inbox", "from": "zz", "to": "me", "subject": f"s{i}", "body": "b"}),
         ("events", lambda i: {"title": f"e{i}", "day": "sun", "time": ""}),
         ("todos", lambda i: {"title": f"t{i}", "done": False}),
-    ):  # fmt: skip
+    ):
         start = max((item["id"] for item in state[table]), default=0) + 1
         state[table] += [{"id": start + i, **extra(i)} for i in range(n)]
     return reference
@@ -84,8 +102,13 @@ def mutate(rng: random.Random, calls: list[dict[str, Any]]) -> tuple[str, list[A
         i = rng.randrange(len(calls))
         calls[i] = dict(calls[i], name=rng.choice([*ALL_TOOLS, "reset", "_load", "", 5, None]))
     elif kind == "extra":
-        extra = rng.choice([{"name": "list_todos", "arguments": {}}, {"name": "add_todo", "arguments": {"title": "x"}},
-                            {"name": "search_emails", "arguments": {"query": ""}}])  # fmt: skip
+        extra = rng.choice(
+            [
+                {"name": "list_todos", "arguments": {}},
+                {"name": "add_todo", "arguments": {"title": "x"}},
+                {"name": "search_emails", "arguments": {"query": ""}},
+            ]
+        )
         calls.insert(rng.randint(0, len(calls)), extra)
     elif kind == "shape":
         calls = rng.choice([[], calls[:-1], calls * 2, (calls or [{}]) * 64, (calls or [{}]) * 65])
@@ -94,19 +117,19 @@ def mutate(rng: random.Random, calls: list[dict[str, Any]]) -> tuple[str, list[A
             rng.shuffle(calls)
     elif kind == "case":
         for call in calls:
-            call["arguments"] = {k: f"  {v.upper()} " if isinstance(v, str) else v for k, v in call["arguments"].items()}  # fmt: skip
+            call["arguments"] = {
+                k: f"  {v.upper()} " if isinstance(v, str) else v for k, v in call["arguments"].items()
+            }
     return kind, calls
 
 
 def _structured(call: Any) -> Any:
     if not isinstance(call, dict):
         return call
-    return {"type": "function", "function": {"name": call.get("name"), "arguments": call.get("arguments")}}  # fmt: skip
+    return {"type": "function", "function": {"name": call.get("name"), "arguments": call.get("arguments")}}
 
 
-def episode(
-    rng: random.Random, reference: dict[str, Any], calls: list[Any]
-) -> list[dict[str, Any]]:
+def episode(rng: random.Random, reference: dict[str, Any], calls: list[Any]) -> list[dict[str, Any]]:
     """Calls spread over assistant turns, each followed by the live environment's observations."""
     env = get_environment_class(reference["environment"])()
     env.reset(reference=json.dumps(reference))
@@ -122,24 +145,17 @@ def episode(
             "content": rng.choice(["", "Let me do that."]),
         }
         if form == 0:
-            blocks = [
-                f"<tool_call>{json.dumps(c, ensure_ascii=rng.random() < 0.5)}</tool_call>"
-                for c in turn
-            ]
+            blocks = [f"<tool_call>{json.dumps(c, ensure_ascii=rng.random() < 0.5)}</tool_call>" for c in turn]
             message["content"] += "\n".join(blocks)
         else:
             message["tool_calls"] = [_structured(c) for c in turn]
         if form == 2:
-            message["reasoning_content"] = rng.choice(
-                ["plan: " + ", ".join(str(c)[:40] for c in turn), "<think>", ""]
-            )
+            message["reasoning_content"] = rng.choice(["plan: " + ", ".join(str(c)[:40] for c in turn), "<think>", ""])
         messages.append(message)
         for call in turn:
             if isinstance(call, dict) and isinstance(call.get("arguments"), dict):
                 observation = call_tool(env, call.get("name"), call["arguments"])
-                messages.append(
-                    {"role": "tool", "name": str(call.get("name")), "content": observation}
-                )
+                messages.append({"role": "tool", "name": str(call.get("name")), "content": observation})
     if rng.random() < 0.5:
         messages.append({"role": "assistant", "content": "All done."})
     return messages
@@ -181,9 +197,7 @@ def pool():
 
 def fuzz(pool: VerifierPool, seed: int, count: int):
     items = generate(seed, count)
-    summary = run_and_check(
-        lambda: timed_through_pool(pool, items), POOL_TIMEOUT_S, f"workplace {seed}"
-    )
+    summary = run_and_check(lambda: timed_through_pool(pool, items), POOL_TIMEOUT_S, f"workplace {seed}")
     # at most 64 calls on a few hundred items: a timeout here is a hang
     assert summary.statuses["timeout"] == 0, summary.by_label
     return summary
@@ -192,7 +206,7 @@ def fuzz(pool: VerifierPool, seed: int, count: int):
 def test_gold_episodes_score_correct(pool):
     """Every reference's gold calls, as one multi-turn episode, are correct (the anchor)."""
     rng, verifier = random.Random(0), get_verifier("workplace")  # objects travel, as the scorer's
-    items = [(rollout_text(episode(rng, ref, ref["task"]["calls"])), ref, verifier) for _, ref in REFERENCES]  # fmt: skip
+    items = [(rollout_text(episode(rng, ref, ref["task"]["calls"])), ref, verifier) for _, ref in REFERENCES]
     verdicts = pool.verify_batch(items)
     assert [v.status.value for v in verdicts] == ["correct"] * len(items), verdicts
 
@@ -200,7 +214,7 @@ def test_gold_episodes_score_correct(pool):
 def test_generated_items_cover_every_kind():
     labels = [label for *_, label in generate(0, 500)]
     assert {label.split("/")[0] for label in labels} == {label for label, _ in REFERENCES}
-    assert {label.split("/")[1] for label in labels} == {"right", "value", "tool", "extra", "shape", "case"}  # fmt: skip
+    assert {label.split("/")[1] for label in labels} == {"right", "value", "tool", "extra", "shape", "case"}
 
 
 def test_fuzz_workplace_slice(pool):

@@ -14,17 +14,11 @@ from verifiers.ifeval.suites import SUITES
 from verifiers.ifeval.wordlists import EUROPEAN_CAPITALS_BY_LATITUDE
 
 REQUEST = "Describe the ocean in two sentences."
-AFRICA = ["Zimbabwe", "Zambia", "Uganda"] + [f"Country {chr(90 - i // 26)}{chr(90 - i % 26)}" for i in range(50)]  # fmt: skip
+AFRICA = ["Zimbabwe", "Zambia", "Uganda"] + [f"Country {chr(90 - i // 26)}{chr(90 - i % 26)}" for i in range(50)]
 CAPITALS = ", ".join(EUROPEAN_CAPITALS_BY_LATITUDE)
-MCQ = "\n".join(
-    f"Question {n}\n{'Why ' * n}art?\nA) a\nB) b\nC) c\nD) d\nE) e" for n in range(1, 5)
-)
-CITY_CSV = "ID,Country,City,Year,Count\n" + "\n".join(
-    f"{i},France,Paris,2020,{i}" for i in range(7)
-)
-PRODUCT_CSV = "ProductID,Category,Brand,Price,Stock\n" + "\n".join(
-    f'{i},"Tools & more",Acme,9,{i}' for i in range(14)
-)
+MCQ = "\n".join(f"Question {n}\n{'Why ' * n}art?\nA) a\nB) b\nC) c\nD) d\nE) e" for n in range(1, 5))
+CITY_CSV = "ID,Country,City,Year,Count\n" + "\n".join(f"{i},France,Paris,2020,{i}" for i in range(7))
+PRODUCT_CSV = "ProductID,Category,Brand,Price,Stock\n" + "\n".join(f'{i},"Tools & more",Acme,9,{i}' for i in range(14))
 STUDENT_CSV = '"StudentID"\t"Subject"\t"Grade"\t"Semester"\t"Score"\n' + "\n".join(
     f'"{i}"\t"Math"\t"A"\t"Fall"\t"90"' for i in range(3)
 )
@@ -45,10 +39,18 @@ CASES = [
     ("count:words_japanese", {"N": 2}, "I cat like 犬", False),
     ("count:pronouns", {"N": 3}, "She told him that they left.", True),
     ("count:pronouns", {"N": 3}, "The cat sat.", False),
-    ("count:keywords_multiple", {"keyword1": "a1", "keyword2": "b2", "keyword3": "c3", "keyword4": "d4", "keyword5": "e5"},
-     "a1 " + "b2 " * 2 + "c3 " * 3 + "d4 " * 5 + "e5 " * 7, True),
-    ("count:keywords_multiple", {"keyword1": "a1", "keyword2": "b2", "keyword3": "c3", "keyword4": "d4", "keyword5": "e5"},
-     "a1 b2 c3 d4 e5", False),
+    (
+        "count:keywords_multiple",
+        {"keyword1": "a1", "keyword2": "b2", "keyword3": "c3", "keyword4": "d4", "keyword5": "e5"},
+        "a1 " + "b2 " * 2 + "c3 " * 3 + "d4 " * 5 + "e5 " * 7,
+        True,
+    ),
+    (
+        "count:keywords_multiple",
+        {"keyword1": "a1", "keyword2": "b2", "keyword3": "c3", "keyword4": "d4", "keyword5": "e5"},
+        "a1 b2 c3 d4 e5",
+        False,
+    ),
     ("ratio:stop_words", {"percentage": 50}, "Ocean waves crash on rocks.", True),
     ("ratio:stop_words", {"percentage": 20}, "It is in the sea.", False),
     ("ratio:sentence_type", {}, "It is calm. It is blue. Is it deep?", True),
@@ -81,10 +83,8 @@ CASES = [
     ("words:paragraph_last_first", {}, "Sea is blue.", False),
     ("words:no_consecutive", {}, "Big ocean waves.", True),
     ("words:no_consecutive", {}, "Big blue waves.", False),
-    ("words:keywords_specific_position", {"keyword": "ocean", "n": 2, "m": 2},
-     "Hi there. The ocean, wide.", True),
-    ("words:keywords_specific_position", {"keyword": "ocean", "n": 1, "m": 2},
-     "Hi there. The ocean, wide.", False),
+    ("words:keywords_specific_position", {"keyword": "ocean", "n": 2, "m": 2}, "Hi there. The ocean, wide.", True),
+    ("words:keywords_specific_position", {"keyword": "ocean", "n": 1, "m": 2}, "Hi there. The ocean, wide.", False),
     ("words:words_position", {"keyword": "sea"}, "The sea is a sea now.", True),
     ("words:words_position", {"keyword": "sea"}, "The sea is a lake now.", False),
     ("sentence:alliteration_increment", {}, "No rhyme. Big blue bays.", True),
@@ -95,7 +95,7 @@ CASES = [
     ("sentence:increment", {"small_n": 1}, "Sea. Sea is calm.", False),
     ("format:parentheses", {}, "(a [b {c (d [e])}])", True),
     ("format:parentheses", {}, "(a [b {c (d)}])", False),
-    ("format:quotes", {}, "He said \"she said 'they said \"go\"'\"", True),
+    ("format:quotes", {}, 'He said "she said \'they said "go"\'"', True),
     ("format:quotes", {}, "He said \"she said 'go'\"", False),
     ("format:options", {"options": "yes/no/maybe"}, "Yes.", True),
     ("format:options", {"options": "yes/no/maybe"}, "Yes, because.", False),
@@ -149,7 +149,7 @@ CASES = [
     ("custom:csv_quotes", {}, STUDENT_CSV.replace('"Math"', "Math"), False),
     ("custom:date_format_list", {}, "1796-04-12, 1805-12-02", True),
     ("custom:date_format_list", {}, "1796-04-31, 1805-12-02", False),
-]  # fmt: skip
+]
 
 
 def _reference(instruction_id: str, kwargs: dict) -> dict:

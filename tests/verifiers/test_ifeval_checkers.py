@@ -7,9 +7,7 @@ import pytest
 from verifiers.ifeval import evaluate_response
 from verifiers.ifeval.suites import SUITES
 
-LONG_EN = (
-    "Please write to me when you have time. I would like to hear about your trip and your family."
-)
+LONG_EN = "Please write to me when you have time. I would like to hear about your trip and your family."
 
 # (instruction id, kwargs, response, followed?)
 CASES: list[tuple[str, dict, str, bool]] = [

@@ -34,9 +34,7 @@ def test_hub_fixture_rows_are_all_scorable(task: str, fixture: str, kept: int):
     for row in rows:
         verdict = IFEvalVerifier().verify("An answer.", json.loads(row["reference"]))
         assert verdict.status is not Status.ERROR, verdict
-    assert not any(
-        "instruction" in reason for c in quality.sources.values() for reason in c.dropped
-    )
+    assert not any("instruction" in reason for c in quality.sources.values() for reason in c.dropped)
 
 
 def _ifbench_rows(tmp_path: Path, rows: list[dict]) -> str:

@@ -143,9 +143,7 @@ def test_unscorable_references_are_errors_never_scores(reference, message: str):
         ),
     ],
 )
-def test_padded_arguments_mean_the_trimmed_phrase(
-    instruction_id: str, kwargs: dict, completion: str
-):
+def test_padded_arguments_mean_the_trimmed_phrase(instruction_id: str, kwargs: dict, completion: str):
     reference = {"instruction_id_list": [instruction_id], "kwargs": [kwargs]}
     expected = Status.WRONG if "forbidden" in instruction_id else Status.CORRECT
     assert IFEvalVerifier().verify(completion, reference).status is expected

@@ -13,10 +13,18 @@ from verifiers.ifeval.suites import SUITES
 
 PROMPT = "Write a poem about the sea."
 CASES = [
-    ("copy:repeat_phrase", {"phrase": "the quick brown fox", "small_n": 2},
-     "the quick red fox and the slow brown fox", True),
-    ("copy:repeat_phrase", {"phrase": "the quick brown fox", "small_n": 2},
-     "the quick brown fox and the slow brown fox", False),  # the first copy is unchanged
+    (
+        "copy:repeat_phrase",
+        {"phrase": "the quick brown fox", "small_n": 2},
+        "the quick red fox and the slow brown fox",
+        True,
+    ),
+    (
+        "copy:repeat_phrase",
+        {"phrase": "the quick brown fox", "small_n": 2},
+        "the quick brown fox and the slow brown fox",
+        False,
+    ),  # the first copy is unchanged
     ("copy:copy", {"prompt_to_repeat": PROMPT}, " write a poem about the sea. ", True),
     ("copy:copy", {"prompt_to_repeat": PROMPT}, "Write a poem about the sea. Waves!", False),
     ("copy:copying_simple", {"prompt_to_repeat": PROMPT}, PROMPT, True),
@@ -35,18 +43,29 @@ CASES = [
     ("keywords:no_adjacent_consecutive", {}, "dogs fish eat", True),
     ("keywords:word_once", {"keyword": "tea"}, "I drink TEA daily.", True),
     ("keywords:word_once", {"keyword": "tea"}, "Tea, more tea.", False),
-    ("keywords:word_count_different_numbers", {"keyword": "sea", "frequency": 2, "relation": "at least"},
-     "The sea. The sea again.", True),
-    ("keywords:word_count_different_numbers", {"keyword": "sea", "frequency": 2, "relation": "less than"},
-     "The sea. The sea again.", False),
+    (
+        "keywords:word_count_different_numbers",
+        {"keyword": "sea", "frequency": 2, "relation": "at least"},
+        "The sea. The sea again.",
+        True,
+    ),
+    (
+        "keywords:word_count_different_numbers",
+        {"keyword": "sea", "frequency": 2, "relation": "less than"},
+        "The sea. The sea again.",
+        False,
+    ),
     ("keywords:exclude_word_harder", {"keyword": "blue"}, "A blue-green sea, Blue skies.", True),
     ("keywords:exclude_word_harder", {"keyword": "blue"}, "A blue sea.", False),
     ("keywords:palindrome", {}, "We saw a racecar.", True),  # "a" reads the same reversed
     ("keywords:palindrome", {}, "No such words here.", False),
-    ("keywords:keyword_specific_position", {"keyword": "sea", "n": 2, "m": 3},
-     "Hello there. I love sea water.", True),
-    ("keywords:keyword_specific_position", {"keyword": "sea", "n": 2, "m": 3},
-     "Hello there. I love Sea water.", False),  # case-sensitive, as in IFEvalG
+    ("keywords:keyword_specific_position", {"keyword": "sea", "n": 2, "m": 3}, "Hello there. I love sea water.", True),
+    (
+        "keywords:keyword_specific_position",
+        {"keyword": "sea", "n": 2, "m": 3},
+        "Hello there. I love Sea water.",
+        False,
+    ),  # case-sensitive, as in IFEvalG
     ("keywords:start_end", {}, "Sea is calm and blue sea", True),
     ("keywords:start_end", {}, "Sea is calm and blue sea.", False),  # the period is a token
     ("paragraphs:paragraphs", {}, "First part.\n***\nSecond part.", True),
@@ -69,19 +88,25 @@ CASES = [
     ("count:lowercase_counting", {"N": 2}, "the sea is calm", False),  # all lowercase words count
     ("letters:letter_counting", {"N": 5, "relation": "less than"}, "Sea!", True),
     ("letters:letter_counting", {"N": 5, "relation": "at least"}, "Sea!", False),
-    ("letters:letter_counting2", {"letter": "s", "let_frequency": 2, "let_relation": "at least"},
-     "Seas", True),
-    ("letters:letter_counting2", {"letter": "s", "let_frequency": 3, "let_relation": "at least"},
-     "Seas", False),
-    ("count:counting_composition", {"n_sent": 1, "n_words": 3},
-     "Sea is.\n***\nSky is.\n***\nSun is.", True),  # "Sea is ." is three tokens
-    ("count:counting_composition", {"n_sent": 1, "n_words": 3},
-     "Sea is.\n***\nSky is.\n***\nSun is.\n***", False),  # a trailing divider fails
+    ("letters:letter_counting2", {"letter": "s", "let_frequency": 2, "let_relation": "at least"}, "Seas", True),
+    ("letters:letter_counting2", {"letter": "s", "let_frequency": 3, "let_relation": "at least"}, "Seas", False),
+    (
+        "count:counting_composition",
+        {"n_sent": 1, "n_words": 3},
+        "Sea is.\n***\nSky is.\n***\nSun is.",
+        True,
+    ),  # "Sea is ." is three tokens
+    (
+        "count:counting_composition",
+        {"n_sent": 1, "n_words": 3},
+        "Sea is.\n***\nSky is.\n***\nSun is.\n***",
+        False,
+    ),  # a trailing divider fails
     ("count:count_unique", {}, "Every word differs here", True),
     ("count:count_unique", {}, "Sea. Sky.", False),  # the two periods repeat
     ("count:count_increment_word", {"keyword1": "sea", "keyword2": "sky"}, "sea sky sky", True),
     ("count:count_increment_word", {"keyword1": "sea", "keyword2": "sky"}, "sea sea sky sky", False),
-]  # fmt: skip
+]
 
 
 def _reference(instruction_id: str, kwargs: dict) -> dict:

@@ -74,9 +74,7 @@ def test_a_score_the_completion_wrote_is_not_read_from_an_echoing_judge(server):
 def test_the_judge_sees_the_rubric_filled_from_the_reference(server):
     judge(server).verify("The sum is 11.", REF)
     (messages,) = server.requests
-    assert messages == [
-        {"role": "user", "content": RUBRIC.format(**REF, completion="The sum is 11.")}
-    ]
+    assert messages == [{"role": "user", "content": RUBRIC.format(**REF, completion="The sum is 11.")}]
 
 
 def test_results_are_cached_by_prompt_and_completion(server):
@@ -99,9 +97,7 @@ def test_a_batch_asks_each_distinct_prompt_once(server):
 def test_a_batch_keeps_several_requests_in_flight(server):
     server.delay_s = 0.3
     start = time.monotonic()
-    verdicts = judge(server, openai={"concurrency": 8}).verify_many(
-        [str(i) for i in range(8)], [REF] * 8
-    )
+    verdicts = judge(server, openai={"concurrency": 8}).verify_many([str(i) for i in range(8)], [REF] * 8)
     assert time.monotonic() - start < 1.5  # one at a time would take 8 x 0.3 s
     assert server.chat_requests == 8 and all(v.status is Status.CORRECT for v in verdicts)
 

@@ -16,9 +16,7 @@ import pytest
 
 from verifiers.math_answer import MathVerifier
 
-EXCEPTIONS = (
-    Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "math_gold_exceptions.json"
-)
+EXCEPTIONS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "math_gold_exceptions.json"
 SOURCES = {
     "gsm8k": "gsm8k_test.jsonl",
     "math500": "math500_test.jsonl",

@@ -16,23 +16,101 @@ from verifiers import Status, verify
 from verifiers.pool.pool import VerifierPool
 
 SPECIAL = [
-    r"\infty", r"-\infty", r"+\infty", "oo", "-oo", "zoo", "inf", "-inf", "Infinity", "nan",
-    "NaN", r"\text{NaN}", r"\mathrm{nan}", r"\tilde{\infty}", r"\infty - \infty",
-    r"0 \cdot \infty", r"\frac{\infty}{\infty}", r"\frac{0}{0}", r"\frac{1}{0}", "1/0", "0/0",
-    r"\frac{1}{\infty}", r"\pm \infty", r"\infty\%", r"e^{\infty}", r"e^{-\infty}", r"1^\infty",
-    r"\infty^0", r"\sqrt{-1}", r"\ln(0)", r"\log_1 2", r"\log_0 2", r"\tan(\pi/2)", r"\csc 0",
-    r"\Gamma(0)", r"\Gamma(-1)", r"\zeta(1)", "(-1)!", r"(-\infty)!", r"\infty!",
-    r"\emptyset", r"\varnothing", r"\{\}", r"\mathbb{R}", r"\mathbb{C}", r"\aleph_0",
-    r"(-\infty, \infty)", r"[0, \infty)", r"(-\infty, 0] \cup [1, \infty)", r"\{1, \infty\}",
-    r"\begin{pmatrix} \infty & 1 \\ 2 & \text{NaN} \end{pmatrix}", r"x > \infty", "1e309",
-    "-1e309", "1e-400", r"10^{10^{10}}", r"9^{9^9}", r"(10^{100})!", "1000000!", "10!!!!!!!!!!",
-    r"\sinh(10^{10})", r"\exp(\exp(\exp(10)))", r"e^{e^{e^{e}}}", r"\binom{10^{10}}{5}",
-    r"\prod_{n=1}^{\infty} 2", r"\sum_{n=1}^{\infty} n", r"\int_0^\infty x dx",
-    r"\lim_{x\to 0} 1/x", r"\frac{", r"\sqrt{", r"\left(", r"\begin{pmatrix}", "}{", "^^^",
-    r"\infty_{9}", r"52_{\infty}", r"10_{0}", r"10_{1}", r"\text{undefined}", r"\text{DNE}",
-]  # fmt: skip
-GOLDS = [r"\infty", r"-\infty", r"\emptyset", r"(-\infty, 2)", "7", r"\frac{1}{2}", "0",
-         r"\text{NaN}", r"\{1,2\}", "x^2", r"10^{100}", r"50\%"]  # fmt: skip
+    r"\infty",
+    r"-\infty",
+    r"+\infty",
+    "oo",
+    "-oo",
+    "zoo",
+    "inf",
+    "-inf",
+    "Infinity",
+    "nan",
+    "NaN",
+    r"\text{NaN}",
+    r"\mathrm{nan}",
+    r"\tilde{\infty}",
+    r"\infty - \infty",
+    r"0 \cdot \infty",
+    r"\frac{\infty}{\infty}",
+    r"\frac{0}{0}",
+    r"\frac{1}{0}",
+    "1/0",
+    "0/0",
+    r"\frac{1}{\infty}",
+    r"\pm \infty",
+    r"\infty\%",
+    r"e^{\infty}",
+    r"e^{-\infty}",
+    r"1^\infty",
+    r"\infty^0",
+    r"\sqrt{-1}",
+    r"\ln(0)",
+    r"\log_1 2",
+    r"\log_0 2",
+    r"\tan(\pi/2)",
+    r"\csc 0",
+    r"\Gamma(0)",
+    r"\Gamma(-1)",
+    r"\zeta(1)",
+    "(-1)!",
+    r"(-\infty)!",
+    r"\infty!",
+    r"\emptyset",
+    r"\varnothing",
+    r"\{\}",
+    r"\mathbb{R}",
+    r"\mathbb{C}",
+    r"\aleph_0",
+    r"(-\infty, \infty)",
+    r"[0, \infty)",
+    r"(-\infty, 0] \cup [1, \infty)",
+    r"\{1, \infty\}",
+    r"\begin{pmatrix} \infty & 1 \\ 2 & \text{NaN} \end{pmatrix}",
+    r"x > \infty",
+    "1e309",
+    "-1e309",
+    "1e-400",
+    r"10^{10^{10}}",
+    r"9^{9^9}",
+    r"(10^{100})!",
+    "1000000!",
+    "10!!!!!!!!!!",
+    r"\sinh(10^{10})",
+    r"\exp(\exp(\exp(10)))",
+    r"e^{e^{e^{e}}}",
+    r"\binom{10^{10}}{5}",
+    r"\prod_{n=1}^{\infty} 2",
+    r"\sum_{n=1}^{\infty} n",
+    r"\int_0^\infty x dx",
+    r"\lim_{x\to 0} 1/x",
+    r"\frac{",
+    r"\sqrt{",
+    r"\left(",
+    r"\begin{pmatrix}",
+    "}{",
+    "^^^",
+    r"\infty_{9}",
+    r"52_{\infty}",
+    r"10_{0}",
+    r"10_{1}",
+    r"\text{undefined}",
+    r"\text{DNE}",
+]
+GOLDS = [
+    r"\infty",
+    r"-\infty",
+    r"\emptyset",
+    r"(-\infty, 2)",
+    "7",
+    r"\frac{1}{2}",
+    "0",
+    r"\text{NaN}",
+    r"\{1,2\}",
+    "x^2",
+    r"10^{100}",
+    r"50\%",
+]
 
 
 def test_no_special_value_or_explosive_answer_is_an_error():
@@ -43,12 +121,9 @@ def test_no_special_value_or_explosive_answer_is_an_error():
     ]
     with VerifierPool(2, timeout_s=20) as pool:
         verdicts = pool.verify_batch([(text, ref, "math") for text, ref in items])
-    errors = [(text, ref, v) for (text, ref), v in zip(items, verdicts, strict=True)
-              if v.status is Status.ERROR]  # fmt: skip
+    errors = [(text, ref, v) for (text, ref), v in zip(items, verdicts, strict=True) if v.status is Status.ERROR]
     assert errors == []
-    timeouts = [
-        text for (text, _), v in zip(items, verdicts, strict=True) if v.status is Status.TIMEOUT
-    ]
+    timeouts = [text for (text, _), v in zip(items, verdicts, strict=True) if v.status is Status.TIMEOUT]
     assert timeouts == [], "decided up front, not by the pool's kill"
 
 

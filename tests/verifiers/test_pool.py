@@ -159,9 +159,7 @@ def test_options_apply_to_verifiers_named_by_string() -> None:
     assert verify(*text).status is Status.FORMAT_ERROR
 
 
-def test_worker_killed_mid_batch_is_replaced_and_every_item_scored(
-    pool: VerifierPool, tmp_path: Path
-) -> None:
+def test_worker_killed_mid_batch_is_replaced_and_every_item_scored(pool: VerifierPool, tmp_path: Path) -> None:
     scorable = [item for item in MIXED if verify(*item).status is not Status.ERROR]
     pid_file = tmp_path / "worker.pid"
     items = list(scorable)

@@ -41,9 +41,7 @@ def questions(root: Path, read_jsonl: Callable) -> Iterator[tuple[str, str, list
             yield f"mmlu_stem:{i}", LETTERS[row["answer"]], list(row["choices"])
     for name in ("mmlu_pro_sample300_test.jsonl", "supergpqa_sample300_test.jsonl"):
         for i, row in enumerate(read_jsonl(root / name)):
-            options = [
-                text for _, text in _OPTION_LINE.findall(row["question"].split("Options are:")[-1])
-            ]
+            options = [text for _, text in _OPTION_LINE.findall(row["question"].split("Options are:")[-1])]
             yield f"{name.split('_sample')[0]}:{i}", row["answer"].split(".")[0].strip(), options
 
 

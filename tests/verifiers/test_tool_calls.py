@@ -27,14 +27,15 @@ PARSE_CASES = [
     (tc("f", x=1) + "\ntext\n" + tc("g"), [ToolCall("f", {"x": 1}), ToolCall("g", {})]),
     ('<tool_call>{"name": "f", "arguments": {"a": "b"}}', [ToolCall("f", {"a": "b"})]),
     ('<tool_call>{"name": "f", "arguments": "{\\"a\\": 2}"}</tool_call>', [ToolCall("f", {"a": 2})]),
-    ('[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {}}]',
-     [ToolCall("f", {"a": 1}), ToolCall("g", {})]),
+    (
+        '[{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {}}]',
+        [ToolCall("f", {"a": 1}), ToolCall("g", {})],
+    ),
     ('```json\n{"name": "f", "parameters": {"a": 1}}\n```', [ToolCall("f", {"a": 1})]),
-    ('[{"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]',
-     [ToolCall("f", {"a": 1})]),
+    ('[{"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]', [ToolCall("f", {"a": 1})]),
     ("[]", []),
     ("[1, 2] is the list", []),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("text", "expected"), PARSE_CASES)
@@ -63,11 +64,14 @@ def test_malformed_calls_raise_format_error(text: str) -> None:
 
 def test_trl_messages_and_render_round_trip() -> None:
     messages = [
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}],
+        },
         {"role": "tool", "name": "f", "content": tc("ignored")},
         {"role": "assistant", "content": tc("g", b="x")},
-    ]  # fmt: skip
+    ]
     calls = parse_tool_calls(messages)
     assert calls == [ToolCall("f", {"a": 1}), ToolCall("g", {"b": "x"})]
     assert parse_tool_calls(render_tool_calls(calls)) == calls
@@ -123,16 +127,13 @@ SINGLE_CASES = [
     ("The area is 25.", Status.WRONG),
     ("<tool_call>{oops</tool_call>", Status.FORMAT_ERROR),
     # an integer past Python's 4300-digit limit is unparseable JSON, not a verifier crash
-    ('<tool_call>{"name": "area", "arguments": {"base": ' + "9" * 5000 + "}}</tool_call>",
-     Status.FORMAT_ERROR),
-    ('{"name": "area", "arguments": {"base": ' + "9" * 5000 + ', "height": 5}}',
-     Status.FORMAT_ERROR),
-    ('<tool_call>{"name": "area", "arguments": "{\\"base\\": ' + "9" * 5000 + '}"}</tool_call>',
-     Status.FORMAT_ERROR),
+    ('<tool_call>{"name": "area", "arguments": {"base": ' + "9" * 5000 + "}}</tool_call>", Status.FORMAT_ERROR),
+    ('{"name": "area", "arguments": {"base": ' + "9" * 5000 + ', "height": 5}}', Status.FORMAT_ERROR),
+    ('<tool_call>{"name": "area", "arguments": "{\\"base\\": ' + "9" * 5000 + '}"}</tool_call>', Status.FORMAT_ERROR),
     ("[" + "9" * 5000 + "]", Status.WRONG),  # a bare list of numbers is prose, not a call
     ('```json\n{"name": "area", "arguments": {"base": 10, "height": 5}}\n```', Status.CORRECT),
     ('```{"name": "area", "arguments": {"base": 10, "height": 5}}```', Status.CORRECT),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("completion", "status"), SINGLE_CASES)
@@ -170,9 +171,7 @@ PARALLEL_CASES = [  # (completion, exact status, partial score)
 @pytest.mark.parametrize(("completion", "status", "partial"), PARALLEL_CASES)
 def test_parallel_matching(completion: str, status: Status, partial: float) -> None:
     assert verify(completion, PARALLEL, "tool_calls").status is status
-    assert verify(
-        completion, PARALLEL, get_verifier("tool_calls", mode="partial")
-    ).score == pytest.approx(partial)
+    assert verify(completion, PARALLEL, get_verifier("tool_calls", mode="partial")).score == pytest.approx(partial)
 
 
 def test_ordered_when_not_parallel() -> None:
@@ -186,10 +185,14 @@ IRRELEVANCE = {"functions": FUNCS, "ground_truth": [], "parallel": False}
 
 @pytest.mark.parametrize(
     ("completion", "status"),
-    [("I can't do that with these tools.", Status.CORRECT), ("", Status.CORRECT),
-     (tc("area", base=1, height=2), Status.WRONG), (tc("nothing"), Status.WRONG),
-     ("<tool_call>{</tool_call>", Status.FORMAT_ERROR)],
-)  # fmt: skip
+    [
+        ("I can't do that with these tools.", Status.CORRECT),
+        ("", Status.CORRECT),
+        (tc("area", base=1, height=2), Status.WRONG),
+        (tc("nothing"), Status.WRONG),
+        ("<tool_call>{</tool_call>", Status.FORMAT_ERROR),
+    ],
+)
 def test_irrelevance(completion: str, status: Status) -> None:
     assert verify(completion, IRRELEVANCE, "tool_calls").status is status
 
@@ -198,9 +201,7 @@ def test_dotted_names_and_think_stripped() -> None:
     ref = {"functions": FUNCS, "ground_truth": [{"math.hypot": {"x": [3]}}], "parallel": False}
     assert verify(tc("math.hypot", x=3), ref, "tool_calls").is_correct
     assert verify(tc("math_hypot", x=3), ref, "tool_calls").is_correct
-    assert verify(
-        "<think>" + tc("area") + "</think>" + tc("math.hypot", x=3), ref, "tool_calls"
-    ).is_correct
+    assert verify("<think>" + tc("area") + "</think>" + tc("math.hypot", x=3), ref, "tool_calls").is_correct
 
 
 @pytest.mark.parametrize(
@@ -247,11 +248,14 @@ def test_fence_unwrapping_is_linear(junk: str) -> None:
 
 def test_completion_text_keeps_structured_calls() -> None:
     messages = [
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"type": "function", "function": {"name": "area", "arguments": {"base": 10, "height": 5}}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"type": "function", "function": {"name": "area", "arguments": {"base": 10, "height": 5}}}],
+        },
         {"role": "tool", "name": "area", "content": "25"},
         {"role": "assistant", "content": "The area is 25."},
-    ]  # fmt: skip
+    ]
     text = completion_text(messages)
     assert verify(text, SINGLE, "tool_calls").is_correct
     assert not verify(messages, SINGLE, "tool_calls").is_correct  # plain as_text drops the calls

@@ -123,8 +123,12 @@ def build_assert_run(
     later tests still run; worth its cost (~1.5 ms a run) only when partial credit counts.
     """
     source = f"main({solution!r}, {float(test_limit_s)!r}, {int(restarts)})\n"
-    secret = {"nonce": nonce, "units": [[u.kind, u.source] for u in units],
-              "prefix": prefix, "entry_point": entry_point or None}  # fmt: skip
+    secret = {
+        "nonce": nonce,
+        "units": [[u.kind, u.source] for u in units],
+        "prefix": prefix,
+        "entry_point": entry_point or None,
+    }
     return source, ASSERT_PRELUDE, json.dumps(secret).encode()
 
 
@@ -191,8 +195,9 @@ def build_call_program(
 ) -> str:
     """Source of the in-sandbox program for call-style tests (the function called per case)."""
     fn_name, class_name = call_target
-    payload = json.dumps({"rows": [list(a) for a in call_args],
-                          "call": {"fn_name": fn_name, "class_name": class_name}})  # fmt: skip
+    payload = json.dumps(
+        {"rows": [list(a) for a in call_args], "call": {"fn_name": fn_name, "class_name": class_name}}
+    )
     return (
         _CALL_PROGRAM
         + f"_payload = _json.loads({payload!r})\n"

@@ -46,8 +46,7 @@ def run_failure(result: ExecResult) -> Outcome:
     if result.signal is not None:
         kind = "memory" if result.signal in (signal.SIGKILL, signal.SIGSEGV) else "exception"
         return Outcome(False, kind, f"killed by signal {result.signal}" + _stderr_tail(result))
-    return Outcome(False, "exception",
-                   f"exited with code {result.exit_code} before reporting" + _stderr_tail(result))  # fmt: skip
+    return Outcome(False, "exception", f"exited with code {result.exit_code} before reporting" + _stderr_tail(result))
 
 
 def _stderr_tail(result: ExecResult) -> str:
@@ -60,9 +59,7 @@ def record_failure(record: Mapping[str, Any]) -> Outcome:
     if why == "timeout":
         return Outcome(False, "timeout", "per-test time limit exceeded")
     if why == "missing":
-        return Outcome(
-            False, "exception", f"the solution defines no callable {record.get('msg')!r}"
-        )
+        return Outcome(False, "exception", f"the solution defines no callable {record.get('msg')!r}")
     exc_type = str(record.get("type", "Exception"))
     kind = "memory" if exc_type == "MemoryError" else "exception"
     where = f" at {record['where']}" if record.get("where") else ""
@@ -77,9 +74,7 @@ def _solution_failure(records: Mapping[object, dict]) -> Outcome | None:
     return Outcome(False, failure.kind, f"solution failed to load: {failure.detail}")
 
 
-def summarise(
-    records: Mapping[object, dict], units: Sequence[Unit], result: ExecResult
-) -> list[Outcome]:
+def summarise(records: Mapping[object, dict], units: Sequence[Unit], result: ExecResult) -> list[Outcome]:
     """Assert-style: one outcome per test unit, in order."""
     broken = _solution_failure(records)
     outcomes: list[Outcome] = []
@@ -115,13 +110,10 @@ def judge_call(
     if not record.get("ok"):
         return record_failure(record)
     if "unserialisable" in record:
-        return Outcome(
-            False, "wrong_output", f"returned a non-JSON value {record['unserialisable']}"
-        )
+        return Outcome(False, "wrong_output", f"returned a non-JSON value {record['unserialisable']}")
     if values_equal(record.get("value"), expected, tol):
         return PASS
-    return Outcome(False, "wrong_output",
-                   f"expected {_show(expected)}, got {_show(record.get('value'))}")  # fmt: skip
+    return Outcome(False, "wrong_output", f"expected {_show(expected)}, got {_show(record.get('value'))}")
 
 
 def values_equal(got: Any, want: Any, tol: float | None = None) -> bool:
@@ -134,9 +126,7 @@ def values_equal(got: Any, want: Any, tol: float | None = None) -> bool:
         t = 1e-6 if tol is None else tol
         return math.isclose(got, want, rel_tol=t, abs_tol=t)
     if isinstance(got, list) and isinstance(want, list):
-        return len(got) == len(want) and all(
-            values_equal(g, w, tol) for g, w in zip(got, want, strict=True)
-        )
+        return len(got) == len(want) and all(values_equal(g, w, tol) for g, w in zip(got, want, strict=True))
     if isinstance(got, dict) and isinstance(want, dict):
         return got.keys() == want.keys() and all(values_equal(got[k], want[k], tol) for k in got)
     return type(got) is type(want) and got == want
@@ -153,9 +143,7 @@ def judge_stdio(result: ExecResult, expected: str, tol: float | None) -> Outcome
         return Outcome(False, "wrong_output", f"expected {len(want)} lines, got {len(got)}")
     for number, (g, w) in enumerate(zip(got, want, strict=True), start=1):
         if not _line_matches(g.split(), w.split(), tol):
-            return Outcome(
-                False, "wrong_output", f"line {number}: expected {_show(w)}, got {_show(g)}"
-            )
+            return Outcome(False, "wrong_output", f"line {number}: expected {_show(w)}, got {_show(g)}")
     return PASS
 
 
@@ -169,9 +157,7 @@ def _lines(text: str) -> list[str]:
 def _line_matches(got: list[str], want: list[str], tol: float | None) -> bool:
     if len(got) != len(want):
         return False
-    return all(
-        g == w or (tol is not None and _close(g, w, tol)) for g, w in zip(got, want, strict=True)
-    )
+    return all(g == w or (tol is not None and _close(g, w, tol)) for g, w in zip(got, want, strict=True))
 
 
 def _close(got: str, want: str, tol: float) -> bool:

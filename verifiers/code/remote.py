@@ -46,9 +46,7 @@ class RemoteBaseError(BaseException):
 class Link:
     """The judge's end of the solution processes: start one, send it requests, kill it."""
 
-    def __init__(
-        self, first_pid: int, spawner_pid: int, ctl_w: int, rep_r: int, slots: list[tuple[int, int]]
-    ) -> None:
+    def __init__(self, first_pid: int, spawner_pid: int, ctl_w: int, rep_r: int, slots: list[tuple[int, int]]) -> None:
         self.spawner_pid, self.ctl_w, self.rep_r, self.slots = spawner_pid, ctl_w, rep_r, slots
         self.gen, self.pid, self.used, self.broken, self.next_id = 0, first_pid, 1, "", 0
         self.handles: dict[int, Remote] = {}
@@ -126,9 +124,13 @@ class Link:
         """
         if target[0] != "h":
             self.ensure()
-        frame = {"op": op, "target": self._target(target), "id": self.next_id,
-                 "args": [self._encode(a) for a in args],
-                 "kw": [[k, self._encode(v)] for k, v in (kwargs or {}).items()]}  # fmt: skip
+        frame = {
+            "op": op,
+            "target": self._target(target),
+            "id": self.next_id,
+            "args": [self._encode(a) for a in args],
+            "kw": [[k, self._encode(v)] for k, v in (kwargs or {}).items()],
+        }
         self.next_id += 1
         try:
             write_frame(self.slots[self.gen][0], frame)
@@ -166,8 +168,12 @@ class Link:
 
     def _reply(self, reply: Any, rid: int, op: str, frame_args: tuple) -> Any:
         try:
-            if (type(reply) is not dict or type(reply.get("id")) is not int or reply["id"] != rid
-                    or type(reply.get("ok")) is not bool):  # fmt: skip
+            if (
+                type(reply) is not dict
+                or type(reply.get("id")) is not int
+                or reply["id"] != rid
+                or type(reply.get("ok")) is not bool
+            ):
                 raise WireError("bad reply")
             if not reply["ok"]:
                 info = reply.get("exc")

@@ -50,8 +50,19 @@ _PLAIN_MODULES = frozenset(
     "functools hashlib heapq itertools json math numbers operator random re statistics string "
     "struct sys textwrap time typing unicodedata".split()
 )
-_UNBLOCKED = ("SIGALRM", "SIGKILL", "SIGSTOP", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT",
-              "SIGTRAP", "SIGSYS", "SIGXCPU")  # the judge's timer, and faults and limits  # fmt: skip
+_UNBLOCKED = (
+    "SIGALRM",
+    "SIGKILL",
+    "SIGSTOP",
+    "SIGSEGV",
+    "SIGBUS",
+    "SIGFPE",
+    "SIGILL",
+    "SIGABRT",
+    "SIGTRAP",
+    "SIGSYS",
+    "SIGXCPU",
+)  # the judge's timer, and faults and limits
 
 
 class _Timer:

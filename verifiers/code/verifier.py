@@ -17,7 +17,8 @@ training-reward setting (reward latency: ``domains.code.verifier_options``); eva
 every test, as LiveCodeBench does. A sample's wall budget over all its tests is
 ``sample_time_limit_s`` (a training reward's latency bound), or, when that is None (evaluation),
 LiveCodeBench's rule: (per-test limit + 1 s) x tests + 5 s, so a correct but slow solution of a
-problem with a hundred tests is not cut off by a budget sized for twenty. Reward ``all`` (1.0 only when every test passes, as M2RL) or
+problem with a hundred tests is not cut off by a budget sized for twenty. Reward ``all`` (1.0 only when
+every test passes, as M2RL) or
 ``fraction`` (share of tests passed).
 """
 
@@ -79,18 +80,12 @@ class CodeVerifier:
 
     def __post_init__(self) -> None:
         if self.sandbox not in SELECTIONS:  # fail at construction, before any model loads
-            raise ValueError(
-                f"code verifier: sandbox must be one of {SELECTIONS}, got {self.sandbox!r}"
-            )
+            raise ValueError(f"code verifier: sandbox must be one of {SELECTIONS}, got {self.sandbox!r}")
         if self.reward not in REWARDS:
             raise ValueError(f"code verifier: reward must be one of {REWARDS}, got {self.reward!r}")
         sample_limit = 1.0 if self.sample_time_limit_s is None else self.sample_time_limit_s
-        if (self.max_tests is not None and self.max_tests < 1) or min(
-            self.test_time_limit_s, sample_limit
-        ) <= 0:
-            raise ValueError(
-                "code verifier: max_tests (None for every test) and time limits must be positive"
-            )
+        if (self.max_tests is not None and self.max_tests < 1) or min(self.test_time_limit_s, sample_limit) <= 0:
+            raise ValueError("code verifier: max_tests (None for every test) and time limits must be positive")
 
     def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
         code = extract_code(completion, self.allow_unfenced)
@@ -105,19 +100,13 @@ class CodeVerifier:
             return Verdict.error(clip(f"unscorable reference ({type(exc).__name__}: {exc})"))
         return self._verdict(code, outcomes)
 
-    def verify_many(
-        self, completions: Sequence[str], references: Sequence[Mapping[str, Any]]
-    ) -> list[Verdict]:
+    def verify_many(self, completions: Sequence[str], references: Sequence[Mapping[str, Any]]) -> list[Verdict]:
         """Score a batch in parallel over the sandbox's workers (same order as the input)."""
         from verifiers.api import verify
 
         workers = get_sandbox(self.sandbox, self.workers).workers
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(
-                pool.map(
-                    lambda cr: verify(cr[0], cr[1], self), zip(completions, references, strict=True)
-                )
-            )
+            return list(pool.map(lambda cr: verify(cr[0], cr[1], self), zip(completions, references, strict=True)))
 
     # -- styles ---------------------------------------------------------------------------
 
@@ -149,9 +138,7 @@ class CodeVerifier:
             if budget <= 0:
                 outcomes.append(Outcome(False, "timeout", "sample time limit spent"))
                 continue
-            result = box.run(
-                code, str(case["input"]), self._limits(min(self._test_limit(reference), budget))
-            )
+            result = box.run(code, str(case["input"]), self._limits(min(self._test_limit(reference), budget)))
             budget -= result.wall_s
             outcomes.append(judge_stdio(result, str(case["output"]), tol))
             if self.reward == "all" and not outcomes[-1].passed:
@@ -216,9 +203,7 @@ class CodeVerifier:
             return Verdict.correct(extracted, f"{passed}/{total} tests passed")
         first = next(i for i, o in enumerate(outcomes) if not o.passed)
         bad = outcomes[first]
-        detail = clip(
-            f"test {first + 1}/{total} failed: {bad.kind}: {bad.detail}; {passed}/{total} passed"
-        )
+        detail = clip(f"test {first + 1}/{total} failed: {bad.kind}: {bad.detail}; {passed}/{total} passed")
         score = passed / total if self.reward == "fraction" else 0.0
         if bad.kind == "timeout" and self.reward == "all":
             return Verdict(0.0, Verdict.timeout().status, extracted, detail)

@@ -29,8 +29,23 @@ Handle = Callable[[str, list], Any]  # decodes a ``h``/``n``/``M`` node
 MAX_FRAME = 16 << 20
 MAX_DEPTH = 200
 _SAFE_INT = 1 << 53
-_TYPES = (bool, int, float, complex, str, bytes, bytearray, list, tuple, dict, set, frozenset,
-          type, object, type(None))  # fmt: skip
+_TYPES = (
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    bytearray,
+    list,
+    tuple,
+    dict,
+    set,
+    frozenset,
+    type,
+    object,
+    type(None),
+)
 BUILTIN_TYPES: dict[str, type] = {t.__name__: t for t in _TYPES}
 _SPECIAL_FLOATS = ("inf", "-inf", "nan")
 _CONTAINERS = {"l": list, "t": tuple, "s": set, "f": frozenset}

@@ -87,18 +87,14 @@ def copy_span_idx(response: str, *, prompt_to_repeat: Verbatim, n_start: int, n_
 def copying_multiple(response: str, *, prompt_to_repeat: Verbatim, N: int) -> bool:
     """copy:copying_multiple: exactly N copies of the request divided by ``******``."""
     copies = response.split("******")
-    return len(copies) == N and all(
-        copy_request(c, prompt_to_repeat=prompt_to_repeat) for c in copies
-    )
+    return len(copies) == N and all(copy_request(c, prompt_to_repeat=prompt_to_repeat) for c in copies)
 
 
 def sentence_hyphens(response: str) -> bool:
     """detectable_format:sentence_hyphens: sentences joined by hyphens, no spaces around."""
     gold = split_sentences_by_rules(response.replace("-", " "))
     parts = response.split("-")
-    return all(
-        part.strip() == part == sentence for part, sentence in zip(parts, gold, strict=False)
-    )
+    return all(part.strip() == part == sentence for part, sentence in zip(parts, gold, strict=False))
 
 
 def no_adjacent_consecutive(response: str) -> bool:
@@ -176,10 +172,7 @@ def last_word_answer(response: str, *, last_word: str) -> bool:
 def bigram_wrapping(response: str) -> bool:
     """detectable_format:bigram_wrapping: words paired as ``<<first second>>``."""
     words = response.split()
-    return all(
-        words[i].startswith("<<") and words[i + 1].endswith(">>")
-        for i in range(0, len(words) - 1, 2)
-    )
+    return all(words[i].startswith("<<") and words[i + 1].endswith(">>") for i in range(0, len(words) - 1, 2))
 
 
 def no_dot(response: str) -> bool:

@@ -49,9 +49,7 @@ def _first_word(paragraph: str) -> str:
     return first.group().lower() if first else ""
 
 
-def nth_paragraph_first_word(
-    response: str, *, num_paragraphs: int, nth_paragraph: int, first_word: str
-) -> bool:
+def nth_paragraph_first_word(response: str, *, num_paragraphs: int, nth_paragraph: int, first_word: str) -> bool:
     """length_constraints:nth_paragraph_first_word: N blank-line paragraphs; the nth starts
     with ``first_word`` (case-insensitive, trailing punctuation ignored)."""
     if not 1 <= nth_paragraph <= num_paragraphs:

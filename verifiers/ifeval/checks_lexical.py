@@ -26,10 +26,7 @@ def keyword_frequency(response: str, *, keyword: str, frequency: int, relation: 
 
 def forbidden_words(response: str, *, forbidden_words: Sequence[str]) -> bool:
     """keywords:forbidden_words: no forbidden word appears as a whole word."""
-    return not any(
-        re.search(rf"\b{re.escape(word)}\b", response, flags=re.IGNORECASE)
-        for word in forbidden_words
-    )
+    return not any(re.search(rf"\b{re.escape(word)}\b", response, flags=re.IGNORECASE) for word in forbidden_words)
 
 
 def letter_frequency(response: str, *, letter: str, let_frequency: int, let_relation: str) -> bool:

@@ -96,9 +96,7 @@ def bind(instruction_id: str, kwargs: Mapping[str, Any] | None) -> Instruction:
     if kwargs is not None and not isinstance(kwargs, Mapping):
         raise InvalidReferenceError(f"{instruction_id}: kwargs must be an object, got {kwargs!r}")
     given = {k: v for k, v in (kwargs or {}).items() if v is not None}
-    params = {
-        p.name: p for p in inspect.signature(check).parameters.values() if p.kind is p.KEYWORD_ONLY
-    }
+    params = {p.name: p for p in inspect.signature(check).parameters.values() if p.kind is p.KEYWORD_ONLY}
     if unknown := sorted(set(given) - set(params)):
         raise InvalidReferenceError(f"{instruction_id}: unexpected arguments {unknown}")
     required = {name for name, p in params.items() if p.default is p.empty}
@@ -152,9 +150,7 @@ def follows(instruction: Instruction, response: str, loose: bool = False) -> boo
     return any(text.strip() and instruction.check(text) for text in texts)
 
 
-def evaluate_response(
-    response: str, reference: Mapping[str, Any] | str, loose: bool = False
-) -> list[bool]:
+def evaluate_response(response: str, reference: Mapping[str, Any] | str, loose: bool = False) -> list[bool]:
     """Per-instruction results for one response, in the reference's order."""
     return [follows(i, response, loose) for i in parse_reference(reference)]
 

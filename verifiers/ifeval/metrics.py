@@ -31,11 +31,7 @@ def counts_of(summary: str | None) -> tuple[int, int] | None:
     """(followed, total) from an ifeval verdict's summary; None for any other text."""
     head = (summary or "").split(" ", 1)
     followed, _, total = head[0].partition("/")
-    if (
-        len(head) != 2
-        or head[1] != "instructions followed"
-        or not (followed.isdigit() and total.isdigit())
-    ):
+    if len(head) != 2 or head[1] != "instructions followed" or not (followed.isdigit() and total.isdigit()):
         return None
     return int(followed), int(total)
 

@@ -50,9 +50,7 @@ class IFEvalVerifier:
         loose = self.mode == "loose"
         results = [follows(i, completion, loose) for i in instructions]
         score = prompt_score(results) if self.reward == "all" else instruction_score(results)
-        ungated = all(
-            ok for i, ok in zip(instructions, results, strict=True) if i.instruction_id in self.gate
-        )
+        ungated = all(ok for i, ok in zip(instructions, results, strict=True) if i.instruction_id in self.gate)
         score = score if ungated else 0.0
         summary = SUMMARY.format(followed=sum(results), total=len(results))
         if all(results):

@@ -69,6 +69,4 @@ def get_judge_backend(name: str, options: Mapping[str, Any] | None = None) -> Ju
     try:
         return _BACKENDS[name](**dict(options or {}))
     except TypeError as err:  # an option the backend does not take
-        raise JudgeSetupError(
-            f"judge backend {name!r}: {err}; fix verifier_options.judge.{name}"
-        ) from None
+        raise JudgeSetupError(f"judge backend {name!r}: {err}; fix verifier_options.judge.{name}") from None

@@ -41,8 +41,7 @@ class OpenAIChatBackend:
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
             raise JudgeSetupError(
-                f"judge backend 'openai' needs {FIX}.base_url=http(s)://<host>:<port>/v1, "
-                f"got {self.base_url!r}"
+                f"judge backend 'openai' needs {FIX}.base_url=http(s)://<host>:<port>/v1, got {self.base_url!r}"
             )
         if self.timeout_s <= 0 or self.max_tokens < 1 or self.concurrency < 1:
             raise JudgeSetupError(f"{FIX}: timeout_s > 0, max_tokens >= 1 and concurrency >= 1")

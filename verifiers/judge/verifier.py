@@ -23,7 +23,8 @@ cached. A completion that writes a score line of its own cannot pass it on throu
 echoes it: verbatim copies of such a completion are cut from the reply before the score is read,
 and a reply whose only score was that copy is a ``format_error`` (bad output, scored 0). A
 completion can still try to talk the judge into a high score (reward hacking under RL pressure):
-evaluate judged domains with a programmatic verifier where one exists. The verifier runs in the caller's process (``verify_many`` marks it self-isolating): a
+evaluate judged domains with a programmatic verifier where one exists. The verifier runs in the
+caller's process (``verify_many`` marks it self-isolating): a
 judge call is bounded by its backend's own time limit, and an in-process model or one shared
 cache could not live in the scorer's worker processes.
 """
@@ -79,8 +80,7 @@ class Rubric:
             self.template.format(**dict.fromkeys(PLACEHOLDERS, ""))
         except (KeyError, IndexError, ValueError) as err:
             raise JudgeSetupError(
-                f"{key}: {err!r}; use only {', '.join('{' + p + '}' for p in PLACEHOLDERS)} "
-                "and double other braces"
+                f"{key}: {err!r}; use only {', '.join('{' + p + '}' for p in PLACEHOLDERS)} and double other braces"
             ) from None
         if "completion" not in names:
             raise JudgeSetupError(f"{key} never shows the judge the {{completion}}; add it")
@@ -211,24 +211,22 @@ class JudgeVerifier:
         if scored is not None and rubric.score(shown) is not None:  # the completion wrote one
             scored = rubric.score(reply.replace(shown, " "))  # its verbatim copies do not count
             if scored is None:
-                return Verdict.format_error(
-                    "the judge's only score is a copy of the completion's own score line"
-                )
+                return Verdict.format_error("the judge's only score is a copy of the completion's own score line")
         if scored is None:
             self._count(unparseable=1)
             return Verdict.error(
-                clip(f"unparseable judge reply (no score matching {rubric.score_pattern!r} "
-                     f"in {rubric.min_score:g}..{rubric.max_score:g}): {reply!r}")
-            )  # fmt: skip
+                clip(
+                    f"unparseable judge reply (no score matching {rubric.score_pattern!r} "
+                    f"in {rubric.min_score:g}..{rubric.max_score:g}): {reply!r}"
+                )
+            )
         self.cache.put(key, scored)
         return self._verdict(scored, rubric)
 
     def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict:
         return self.verify_many([completion], [reference])[0]
 
-    def verify_many(
-        self, completions: Sequence[str], references: Sequence[Mapping[str, Any]]
-    ) -> list[Verdict]:
+    def verify_many(self, completions: Sequence[str], references: Sequence[Mapping[str, Any]]) -> list[Verdict]:
         """Verdicts in input order; cache misses go to the backend as one batch (each distinct
         prompt once)."""
         out: list[Verdict | None] = [None] * len(completions)

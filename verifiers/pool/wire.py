@@ -42,9 +42,7 @@ def cost_key(verifier: Any) -> str:
     return str(getattr(verifier, "name", type(verifier).__name__))
 
 
-def pickled_verifier(
-    verifier: Any, memo: dict[int, tuple[Any, bytes | Verdict]]
-) -> bytes | Verdict:
+def pickled_verifier(verifier: Any, memo: dict[int, tuple[Any, bytes | Verdict]]) -> bytes | Verdict:
     """A verifier object as bytes for the workers, once per batch; an unpicklable one is a
     setup bug, graded ``error`` with the reason."""
     if id(verifier) not in memo:
@@ -58,9 +56,7 @@ def pickled_verifier(
     return memo[id(verifier)][1]
 
 
-def encode_chunk(
-    chunk: list[Entry], fmt: ReasoningFormat, results: list[Verdict | None]
-) -> tuple[list[Entry], bytes]:
+def encode_chunk(chunk: list[Entry], fmt: ReasoningFormat, results: list[Verdict | None]) -> tuple[list[Entry], bytes]:
     """One message for a chunk: the reasoning format, each distinct pickled verifier once,
     and the entries. Entries that cannot be pickled (a reference holding an open file, say)
     are graded ``error`` here and left out."""

@@ -105,9 +105,7 @@ def _serve(inbox: Connection, outbox: Connection, cell: ProgressCell, grader: _G
         same: dict[tuple, tuple] = {}  # equal answers sent as one object (pickle's memo)
         for index, completion, reference, ref in entries:
             start = time.monotonic()
-            verdict = grader.grade(
-                index, completion, reference, payloads[ref] if isinstance(ref, int) else ref, fmt
-            )
+            verdict = grader.grade(index, completion, reference, payloads[ref] if isinstance(ref, int) else ref, fmt)
             end = time.monotonic()
             seconds.append(end - start)
             answer = (verdict.score, verdict.status.value, verdict.extracted, verdict.details)

@@ -73,8 +73,9 @@ def sandbox_python() -> tuple[str, bool]:
 def _stdlib_usable(python: str) -> bool:
     probe = "import os, sysconfig; print(os.path.join(sysconfig.get_paths()['stdlib'], 'os.py'))"
     try:
-        out = subprocess.run([python, "-E", "-s", "-c", probe], capture_output=True, text=True,
-                             timeout=20, check=True).stdout.strip()  # fmt: skip
+        out = subprocess.run(
+            [python, "-E", "-s", "-c", probe], capture_output=True, text=True, timeout=20, check=True
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return False
     return _world_usable(Path(out))
@@ -125,9 +126,7 @@ def nsjail_path() -> str:
 def launch_nsjail(slot: int) -> Launch:
     cfg = {"tmp_root": "/tmp", "pid_namespace": True, "seccomp": True, "parent_death_signal": True}
     ids: list[str] = []
-    if (
-        can_drop_uid()
-    ):  # server = ns root (keeps caps to setuid), code = ns uid 1; both unprivileged outside
+    if can_drop_uid():  # server = ns root (keeps caps to setuid), code = ns uid 1; both unprivileged outside
         server, child = SERVER_UID_BASE + slot, CHILD_UID_BASE + slot
         for flag in ("-u", "-g"):
             ids += [flag, f"0:{server}:1", flag, f"1:{child}:1"]
@@ -136,8 +135,23 @@ def launch_nsjail(slot: int) -> Launch:
     limits = []
     for name in ("as", "cpu", "fsize", "nofile", "nproc", "stack"):
         limits += [f"--rlimit_{name}", "hard"]  # per-execution limits are set by the fork server
-    argv = [nsjail_path(), "-Mo", "--chroot", "/", "-m", f"none:/tmp:tmpfs:size={TMPFS_BYTES}",
-            "--cwd", "/tmp", "-t", "0", "-Q", *ids, *limits, "--", *server_argv(cfg)]  # fmt: skip
+    argv = [
+        nsjail_path(),
+        "-Mo",
+        "--chroot",
+        "/",
+        "-m",
+        f"none:/tmp:tmpfs:size={TMPFS_BYTES}",
+        "--cwd",
+        "/tmp",
+        "-t",
+        "0",
+        "-Q",
+        *ids,
+        *limits,
+        "--",
+        *server_argv(cfg),
+    ]
     return Launch(argv, cfg)
 
 
@@ -147,10 +161,28 @@ def launch_bwrap(slot: int) -> Launch:
         raise BackendUnavailable("bwrap: not installed (Debian/Ubuntu: apt-get install bubblewrap)")
     cfg = {"tmp_root": "/tmp", "pid_namespace": True, "seccomp": True, "parent_death_signal": True}
     env_args = [a for k, v in BASE_ENV.items() for a in ("--setenv", k, v)]
-    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp", "--chdir", "/tmp",
-            "--unshare-all", "--new-session", "--clearenv", *env_args,
-            "--", *server_argv(cfg)]  # fmt: skip
+    argv = [
+        bwrap,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--size",
+        str(TMPFS_BYTES),
+        "--tmpfs",
+        "/tmp",
+        "--chdir",
+        "/tmp",
+        "--unshare-all",
+        "--new-session",
+        "--clearenv",
+        *env_args,
+        "--",
+        *server_argv(cfg),
+    ]
     # As root, start bwrap itself as a spare uid: the jail is then unprivileged inside and out.
     return Launch(argv, cfg, user=CHILD_UID_BASE + slot if can_drop_uid() else None)
 
@@ -174,17 +206,39 @@ def launch_unshare(slot: int) -> Launch:
         cfg["child_uid"] = CHILD_UID_BASE + slot
     elif not _is_root():
         user_ns = ["--user", "--map-root-user"]
-    argv = [unshare, *user_ns, "--mount", "--net", "--pid", "--ipc", "--uts", "--fork",
-            "--kill-child", "--mount-proc", "--propagation", "private", "--",
-            "/bin/sh", "-c", _UNSHARE_SETUP, "sh", *server_argv(cfg)]  # fmt: skip
+    argv = [
+        unshare,
+        *user_ns,
+        "--mount",
+        "--net",
+        "--pid",
+        "--ipc",
+        "--uts",
+        "--fork",
+        "--kill-child",
+        "--mount-proc",
+        "--propagation",
+        "private",
+        "--",
+        "/bin/sh",
+        "-c",
+        _UNSHARE_SETUP,
+        "sh",
+        *server_argv(cfg),
+    ]
     return Launch(argv, cfg)
 
 
 def launch_rlimit(slot: int) -> Launch:
     host_tmp = tempfile.mkdtemp(prefix="rlvr-sandbox-")
     os.chmod(host_tmp, 0o711)  # the code's uid may enter its own run dir, not list others
-    cfg = {"tmp_root": host_tmp, "pid_namespace": False, "seccomp": True,
-           "allow_unix_sockets": False, "parent_death_signal": False}  # fmt: skip
+    cfg = {
+        "tmp_root": host_tmp,
+        "pid_namespace": False,
+        "seccomp": True,
+        "allow_unix_sockets": False,
+        "parent_death_signal": False,
+    }
     if can_drop_uid():
         cfg["child_uid"] = CHILD_UID_BASE + slot
     return Launch(server_argv(cfg), cfg, host_tmp=host_tmp)
@@ -198,13 +252,17 @@ class Backend:
 
 
 BACKENDS: tuple[Backend, ...] = (
-    Backend("nsjail", launch_nsjail,
-            "user/pid/net/mount/ipc/uts namespaces, read-only chroot, private tmpfs, seccomp"),
-    Backend("bwrap", launch_bwrap,
-            "user/pid/net/mount/ipc/uts namespaces, read-only bind of /, private tmpfs, seccomp"),
-    Backend("unshare", launch_unshare,
-            "pid/net/mount/ipc/uts namespaces, mounts remounted read-only, private tmpfs, seccomp"),
-    Backend("rlimit", launch_rlimit,
-            "rlimits, separate uid when root, seccomp denies sockets; NO network namespace"),
-)  # fmt: skip
+    Backend(
+        "nsjail", launch_nsjail, "user/pid/net/mount/ipc/uts namespaces, read-only chroot, private tmpfs, seccomp"
+    ),
+    Backend(
+        "bwrap", launch_bwrap, "user/pid/net/mount/ipc/uts namespaces, read-only bind of /, private tmpfs, seccomp"
+    ),
+    Backend(
+        "unshare",
+        launch_unshare,
+        "pid/net/mount/ipc/uts namespaces, mounts remounted read-only, private tmpfs, seccomp",
+    ),
+    Backend("rlimit", launch_rlimit, "rlimits, separate uid when root, seccomp denies sockets; NO network namespace"),
+)
 BACKEND_NAMES: tuple[str, ...] = tuple(b.name for b in BACKENDS)

@@ -317,8 +317,7 @@ def execute(cfg: dict, req: dict, secret: int | None = None) -> dict:
     _sweep(cfg, pid)
     _remove_tree(tmp)
     out = {k: v.decode("utf-8", errors="replace") for k, v in bufs.items()}
-    return {"status": status, "exit_code": exit_code, "signal": sig, "wall_s": wall,
-            "cpu_s": cpu, **out}  # fmt: skip
+    return {"status": status, "exit_code": exit_code, "signal": sig, "wall_s": wall, "cpu_s": cpu, **out}
 
 
 def _remove_tree(path: str) -> None:

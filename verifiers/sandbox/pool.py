@@ -205,14 +205,11 @@ class WorkerPool:
                 try:
                     return ExecResult.from_reply(worker.run(request, timeout, secret, prelude))
                 except WorkerDied as exc:
-                    log.warning("%s worker %d died (%s); restarting", self.backend.name,
-                                worker.index, exc)  # fmt: skip
+                    log.warning("%s worker %d died (%s); restarting", self.backend.name, worker.index, exc)
                     if not self._restart(worker):
                         return ExecResult(INFRA_ERROR, details=f"sandbox worker lost: {exc}")
                     if attempt == 2:
-                        return ExecResult(
-                            CRASHED, details=f"the code killed its sandbox worker ({exc})"
-                        )
+                        return ExecResult(CRASHED, details=f"the code killed its sandbox worker ({exc})")
             raise AssertionError("unreachable")
         finally:
             self._idle.put(worker)

@@ -29,8 +29,7 @@ def probe(name: str) -> str | None:
     except (WorkerDied, OSError, RuntimeError) as exc:
         return str(exc)
     try:
-        reply = worker.run({"source": _PROBE_SOURCE, "stdin": "", "limits": _PROBE_LIMITS.to_dict()},
-                           timeout_s=15)  # fmt: skip
+        reply = worker.run({"source": _PROBE_SOURCE, "stdin": "", "limits": _PROBE_LIMITS.to_dict()}, timeout_s=15)
     except WorkerDied as exc:
         return f"probe execution failed: {exc}"
     finally:
@@ -49,9 +48,7 @@ def _backend(name: str) -> Backend:
     for backend in BACKENDS:
         if backend.name == name:
             return backend
-    raise SandboxUnavailableError(
-        f"unknown sandbox backend {name!r}; valid choices: {', '.join(SELECTIONS)}"
-    )
+    raise SandboxUnavailableError(f"unknown sandbox backend {name!r}; valid choices: {', '.join(SELECTIONS)}")
 
 
 @functools.cache
@@ -76,10 +73,10 @@ def select_backend(selection: str = "auto") -> Backend:
                 log.info("sandbox: skipped %s: %s", name, why)
             log.info("sandbox: %s (%s)", backend.name, backend.isolation)
             if backend.name == "rlimit":
-                log.warning("sandbox: rlimit only; untrusted code is NOT network-isolated by "
-                            "namespaces (seccomp denies sockets instead)")  # fmt: skip
+                log.warning(
+                    "sandbox: rlimit only; untrusted code is NOT network-isolated by "
+                    "namespaces (seccomp denies sockets instead)"
+                )
             return backend
         skipped.append((backend.name, reason))
-    raise SandboxUnavailableError(
-        "no sandbox backend works here: " + "; ".join(f"{n}: {r}" for n, r in skipped)
-    )
+    raise SandboxUnavailableError("no sandbox backend works here: " + "; ".join(f"{n}: {r}" for n, r in skipped))
