@@ -64,7 +64,7 @@ def load_bfcl(category: str, data_dir: Path, limit: int | None = None) -> list[d
         raise BfclDataError(f"unknown BFCL category {category!r}; supported: {', '.join(CATEGORIES)}")
     data_dir = Path(data_dir)
     answers = _answers(category, data_dir)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for item in _read_jsonl(data_dir / f"BFCL_v3_{category}.json"):
         if limit is not None and len(rows) >= limit:
             break

@@ -12,7 +12,8 @@ from verifiers.verdict import Verdict
 class Verifier(Protocol):
     """Scores one model completion against one reference. Must be picklable (worker pools)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...  # read-only, so frozen dataclasses satisfy it
 
     def verify(self, completion: str, reference: Mapping[str, Any]) -> Verdict: ...
 

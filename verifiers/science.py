@@ -176,7 +176,10 @@ class ScienceNumericVerifier:
         gold = parse_quantity(str(reference.get("answer", "")))
         if gold is None:
             return Verdict.error(clip(f"unscorable reference: no number in {reference.get('answer')!r}"))
-        unit = parse_quantity("0 " + str(reference.get("unit") or "")).unit or gold.unit
+        unit_of = parse_quantity("0 " + str(reference.get("unit") or ""))
+        if unit_of is None:  # a reference unit too long to read, or with an overflowing exponent
+            return Verdict.error(clip(f"unscorable reference: unit {reference.get('unit')!r} does not parse"))
+        unit = unit_of.unit or gold.unit
         span = final_span(completion)
         text = span.text if span else ""
         if not text and self.fallback_last_number:

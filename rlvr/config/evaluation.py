@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rlvr.config.benchmark_names import known_benchmarks
 from rlvr.config.schemas import ConfigError, EvalConfig
 
 
@@ -20,17 +21,9 @@ def check_k_by_task(e: EvalConfig) -> None:
     if bad := {t: k for t, k in e.k_by_task.items() if not isinstance(k, int) or k < 1}:
         raise ConfigError(f"eval.k_by_task: {bad}: K is the number of samples per prompt, an integer >= 1")
     unknown = [t for t in e.k_by_task if t not in e.tasks]
-    if unknown and (bad_names := [t for t in unknown if t not in _known_benchmarks()]):
+    if unknown and (bad_names := [t for t in unknown if t not in known_benchmarks()]):
         raise ConfigError(
             f"eval.k_by_task names unknown benchmark(s) {bad_names}: each key must be a "
             f"benchmark of eval.tasks ({', '.join(e.tasks) or 'none set'}) or a registered "
             "task; correct the name or drop the entry (tasks it does not name use eval.k)"
         )
-
-
-def _known_benchmarks() -> set[str]:
-    from rlvr.evaluation.benchmarks import MICRO_PREFIX
-    from tasks import micro
-    from tasks.registry import known_tasks
-
-    return set(known_tasks()) | {MICRO_PREFIX + d for d in micro.DOMAINS}

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlvr.config import ConfigError
-
-MICRO_PREFIX = "micro_"
+from rlvr.config.benchmark_names import MICRO_PREFIX
 
 
 def micro_domain(name: str) -> str | None:

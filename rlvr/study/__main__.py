@@ -44,7 +44,8 @@ from rlvr.study.commands import (
 from rlvr.study.data_check import check_training_rows
 from rlvr.study.environment import environment
 from rlvr.study.fidelity import Fidelity, format_text, record_fidelity, study_fidelity
-from rlvr.study.launchers import StageJob, make_launcher, thread_env
+from rlvr.study.launcher_choice import make_launcher
+from rlvr.study.launchers import StageJob, thread_env
 from rlvr.study.manifest import (
     MARKERS,
     Manifest,

@@ -28,6 +28,8 @@ import sys
 import threading
 import time
 
+from rlvr.study.stage_process import die_with_parent
+
 # what the stages import before their own work; each optional (a missing extra is skipped)
 PRELOAD = (
     "torch",
@@ -73,12 +75,10 @@ def _preload() -> list[str]:
 
 def _run_child(request: dict, closing: list[int]) -> None:
     """In the forked child: become the stage's process, run its entry module, exit."""
-    from rlvr.study.launchers import _die_with_parent
-
     code = 1
     try:
         os.setsid()
-        _die_with_parent()
+        die_with_parent()
         for fd in closing:
             os.close(fd)
         log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -136,9 +136,7 @@ def _exit(code: int) -> None:
 
 def serve() -> None:
     """The server's loop: read requests, fork stages, report their ends."""
-    from rlvr.study.launchers import _die_with_parent
-
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver stops the stages, not Ctrl-C
     requests, replies = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)

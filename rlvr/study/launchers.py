@@ -8,7 +8,6 @@ stages carry ``resume=true`` and continue from their newest complete checkpoint)
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -19,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from rlvr.study.manifest import LOGS, log_path, mark_done, mark_started, read_json
+from rlvr.study.manifest import log_path, mark_done, mark_started, read_json
 from rlvr.study.plan import Stage
+from rlvr.study.stage_process import die_with_parent
 from rlvr.training.requeue import REQUEST_ENV, SIGNAL, ask_and_wait
 
 
@@ -135,7 +135,7 @@ _RUNNING: list[int] = []  # the stage process of this job, once started (not pic
 def _stage_preexec() -> None:
     """The stage's processes ignore SLURM's end-of-job signal, which would kill each helper
     process mid-step: the trainer reads the request file instead (checkpoint_signals)."""
-    _die_with_parent()
+    die_with_parent()
     signal.signal(SIGNAL, signal.SIG_IGN)
 
 
@@ -152,15 +152,6 @@ def _held_on_sigterm() -> Iterator[list[int]]:
         yield seen
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _die_with_parent() -> None:
-    """Child side of fork: get SIGKILL when the parent dies, so a killed study leaves no
-    orphan trainer writing into the folder the rerun resumes."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 class Launcher(Protocol):
@@ -297,24 +288,6 @@ class SubmititLauncher:
 
     def close(self) -> None:
         return None
-
-
-def make_launcher(
-    kind: str,
-    root: Path,
-    jobs: int,
-    params: Mapping[str, Any],
-    by_kind: Mapping[str, Mapping[str, Any]] | None = None,
-    warm_start: bool = False,
-) -> Launcher:
-    if kind == "local":
-        from rlvr.study.local_launcher import LocalLauncher
-        from rlvr.study.warm_start import WarmStart
-
-        warm = WarmStart(str(root / LOGS)) if warm_start else None
-        return LocalLauncher(jobs, warm)
-    cluster = "local" if kind == "submitit_local" else "slurm"
-    return SubmititLauncher(root, cluster, jobs, params, by_kind)
 
 
 def thread_env(jobs: int, launcher: Launcher, stage: Stage) -> dict[str, str]:

@@ -12,7 +12,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from rlvr.study.launchers import StageJob, _die_with_parent
+from rlvr.study.launchers import StageJob
+from rlvr.study.stage_process import die_with_parent
 from rlvr.study.warm_start import WarmProcess, WarmStart
 
 
@@ -44,7 +45,7 @@ class LocalLauncher:
                 stdout=fh,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     def warm_up(self, jobs: Sequence[StageJob]) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlvr.config import ConfigError, RunConfig
+from rlvr.config.benchmark_names import check_benchmark_names
 from tasks.schema import DOMAINS
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ def benchmarks(run: RunConfig) -> list[str]:
         return list(run.study.benchmarks)
     from rlvr.evaluation.benchmarks import MICRO_PREFIX, benchmark_domain
 
-    _check_names(run.eval.tasks, "eval.tasks")
+    check_benchmark_names(run.eval.tasks, "eval.tasks")
     if not run.eval.tasks and run.model.name == "tiny":
         return [MICRO_PREFIX + d for d in run.study.domains]
     return [t for t in run.eval.tasks if benchmark_domain(t) in run.study.domains]
@@ -162,18 +163,8 @@ def check_plan_names(run: RunConfig) -> None:
         raise ConfigError(f"study.accelerate={s.accelerate!r}: no conf/accelerate/{s.accelerate}.yaml")
 
 
-def _check_names(names: Sequence[str], key: str) -> None:
-    from rlvr.evaluation.benchmarks import MICRO_PREFIX
-    from tasks import micro
-    from tasks.registry import known_tasks
-
-    valid = set(known_tasks()) | {MICRO_PREFIX + d for d in micro.DOMAINS}
-    if bad := [b for b in names if b not in valid]:
-        raise ConfigError(f"{key}: unknown benchmarks {bad}; valid: {', '.join(sorted(valid))}")
-
-
 def _check_benchmarks(run: RunConfig) -> None:
-    _check_names(run.study.benchmarks, "study.benchmarks")
+    check_benchmark_names(run.study.benchmarks, "study.benchmarks")
     if not benchmarks(run):
         raise ConfigError(
             f"no benchmarks for domains {run.study.domains}: set study.benchmarks=[...] or eval.tasks=[...]"

@@ -17,6 +17,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+from rlvr.study.stage_process import die_with_parent
+
 THREAD_KEYS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # read by OpenMP and MKL at start-up
 
 
@@ -189,8 +191,6 @@ class ForkServer:
             return
         import subprocess
 
-        from rlvr.study.launchers import _die_with_parent
-
         self.env = dict(env)
         os.makedirs(os.path.dirname(self.log) or ".", exist_ok=True)
         with open(self.log, "a") as log:
@@ -201,7 +201,7 @@ class ForkServer:
                 stderr=log,
                 env=self.env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     def _break(self, why: str) -> None:

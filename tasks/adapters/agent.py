@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tasks.quality import require_columns
-from tasks.registry import LoadRequest, RowContext, TaskSpec, register_task
 from tasks.schema import COLUMNS
+from tasks.spec import LoadRequest, RowContext, TaskSpec, register_task
 
 BFCL_MODULE = "tasks.bfcl"
 BFCL_DIR = "agent/bfcl_v3"

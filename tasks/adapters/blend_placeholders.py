@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tasks.registry import read_json_records
+from tasks.files import read_json_records
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Any
 from tasks.adapters.common import col, json_field, text
 from tasks.prompts import build_prompt
 from tasks.quality import SkipRow
-from tasks.registry import RowContext, TaskSpec, register_task
+from tasks.spec import RowContext, TaskSpec, register_task
 
 # LeetCode-style tests use typing names and common modules without importing them.
 LEETCODE_SETUP = (
@@ -62,7 +62,7 @@ def io_reference(io: Any, fn_name: str | None = None) -> dict[str, Any]:
     pairs = list(zip(io["inputs"], io["outputs"], strict=False))
     fn_name = fn_name or io.get("fn_name")
     if not fn_name:
-        cases = [{"input": _stdio_text(i), "output": _stdio_text(o)} for i, o in pairs]
+        cases: list[dict[str, Any]] = [{"input": _stdio_text(i), "output": _stdio_text(o)} for i, o in pairs]
         return {"style": "stdio", "cases": cases}
     # APPS/TACO wrap a call's return value in a one-element list; unwrap it.
     cases = [{"args": list(i), "expected": o[0] if isinstance(o, list) and len(o) == 1 else o} for i, o in pairs]

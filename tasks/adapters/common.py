@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tasks.quality import SkipRow, field_of
-from tasks.registry import RowContext
+from tasks.spec import RowContext
 
 _LETTER_LINE = re.compile(r"^\s*([A-Z])[.)]\s", re.MULTILINE)
 

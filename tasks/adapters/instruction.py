@@ -13,7 +13,7 @@ from typing import Any
 from tasks.adapters.common import col, json_field, messages_of, text
 from tasks.prompts import build_prompt
 from tasks.quality import SkipRow
-from tasks.registry import LoadRequest, RowContext, TaskSpec, register_task
+from tasks.spec import LoadRequest, RowContext, TaskSpec, register_task
 from verifiers.ifeval import InvalidReferenceError, UnsupportedInstructionError, parse_reference
 
 # RLVR-IFeval names each constraint by its checker function (open-instruct's naming); these

@@ -28,14 +28,14 @@ import zlib
 from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from tasks.adapters.code import question_and_format
 from tasks.adapters.common import col, json_field
 from tasks.files import read_json_records
 from tasks.prompts import build_prompt
 from tasks.quality import SkipRow, field_of
-from tasks.registry import LoadRequest, RowContext, TaskSpec, register_task
+from tasks.spec import Adapter, LoadRequest, Reader, RowContext, TaskSpec, register_task
 
 HUB_ID = "livecodebench/code_generation_lite"
 # A Hub commit of the dataset after "add v6" (2025-04-21), whose test*.jsonl files have not
@@ -169,7 +169,22 @@ def read_release(req: LoadRequest, spec: TaskSpec) -> Iterable[Mapping[str, Any]
 
 
 REQUIRED = ("question_id", "question_content", "contest_date", "public_test_cases")
-_COMMON = dict(
+
+
+class _CommonFields(TypedDict):
+    """The ``TaskSpec`` fields every LiveCodeBench task shares."""
+
+    domain: str
+    verifier: str
+    prompt_format: str
+    adapt: Adapter
+    hub_id: str | None
+    hub_revision: str | None
+    hub_read: Reader | None
+    required_columns: tuple[str, ...]
+
+
+_COMMON = _CommonFields(
     domain="code",
     verifier="code",
     prompt_format="code",

@@ -8,7 +8,7 @@ from typing import Any
 from tasks.adapters.common import answer_ref, col, last_boxed, text
 from tasks.prompts import build_prompt
 from tasks.quality import SkipRow
-from tasks.registry import RowContext, TaskSpec, register_task
+from tasks.spec import RowContext, TaskSpec, register_task
 
 _DAPO_SUFFIX = "Remember to put your answer on its own line after"
 

@@ -22,7 +22,7 @@ from typing import Any
 from tasks.adapters.common import col, json_field, mcq_ref, messages_of
 from tasks.adapters.instruction import clean_kwargs, scorable
 from tasks.quality import SkipRow
-from tasks.registry import RowContext, TaskSpec, register_task
+from tasks.spec import RowContext, TaskSpec, register_task
 
 HUB_ID = "nvidia/Nemotron-3-Nano-RL-Training-Blend"
 PREFIX = "nano_v3_sft_profiled_"

@@ -25,7 +25,7 @@ from typing import Any
 from tasks.adapters.common import col, letter_count, mcq_ref, text
 from tasks.prompts import LETTERS, build_prompt, format_mcq
 from tasks.quality import SkipRow
-from tasks.registry import LoadRequest, RowContext, TaskSpec, register_task
+from tasks.spec import LoadRequest, RowContext, TaskSpec, register_task
 
 MAX_MCQ_OPTIONS = 10  # science_mcq grades letters A..J
 

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tasks.quality import SkipRow, require_columns
-from tasks.registry import LoadRequest, RowContext, TaskSpec, register_task
 from tasks.schema import COLUMNS, DOMAINS, make_row, reference_of
+from tasks.spec import LoadRequest, RowContext, TaskSpec, register_task
 
 JUDGED_DOMAINS = ("math", "code", "science", "instruction")  # the micro-suite's text domains
 JUDGED_DEFAULT_N = 200

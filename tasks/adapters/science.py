@@ -10,7 +10,7 @@ from typing import Any
 from tasks.adapters.common import col, letter_count, mcq_ref, text
 from tasks.prompts import LETTERS, build_prompt, format_mcq
 from tasks.quality import SkipRow
-from tasks.registry import RowContext, TaskSpec, register_task
+from tasks.spec import RowContext, TaskSpec, register_task
 
 
 def _options(raw: Mapping[str, Any], ctx: RowContext, field: str) -> list[str]:

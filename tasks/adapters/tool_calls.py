@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from tasks.adapters.common import col, json_field, messages_of, text
 from tasks.prompts import tool_prompt
 from tasks.quality import SkipRow
-from tasks.registry import RowContext, TaskSpec, register_task
+from tasks.spec import RowContext, TaskSpec, register_task
 
 _TOOLACE_MARKER = "in JSON format that you can invoke"
 
@@ -30,7 +30,7 @@ def xlam_function(tool: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def ground_truth(calls: list[Mapping[str, Any]], functions: list[dict[str, Any]]) -> list[dict]:
+def ground_truth(calls: Sequence[Mapping[str, Any]], functions: list[dict[str, Any]]) -> list[dict]:
     """BFCL possible-answer form: each argument's allowed values; "" marks an omittable one."""
     docs = {f["name"]: f["parameters"] for f in functions}
     out = []
@@ -82,7 +82,7 @@ def python_calls(reply: str) -> list[dict[str, Any]]:
                 "name": ast.unparse(c.func),
                 "arguments": {kw.arg: ast.literal_eval(kw.value) for kw in c.keywords},
             }
-            for c in calls
+            for c in cast("list[ast.Call]", calls)  # each checked to be an ast.Call above
         ]
     except (SyntaxError, ValueError, TypeError):
         raise SkipRow("first assistant reply is not a list of calls") from None

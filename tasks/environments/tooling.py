@@ -13,7 +13,7 @@ import inspect
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from verifiers.verdict import Verdict, clip
 
@@ -44,6 +44,17 @@ class HasCallLog(Protocol):
     _calls: list[CallRecord]
 
 
+class ToolMethod(Protocol):
+    """What ``@tool`` makes of a method: the guard, marked with ``writes``; ``__name__`` and
+    ``__wrapped__`` (the unguarded body) are set by ``functools.wraps``."""
+
+    writes: bool
+    __name__: str
+    __wrapped__: Callable[..., str]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> str: ...
+
+
 def normalize(value: Any) -> Any:
     return " ".join(value.split()).casefold() if isinstance(value, str) else value
 
@@ -64,10 +75,10 @@ def _type_problem(name: str, value: Any, expected: Any) -> str | None:
     return f"argument {name!r} must be {getattr(expected, '__name__', expected)}, got {type(value).__name__}"
 
 
-def tool(*, writes: bool) -> Callable[[Callable[..., str]], Callable[..., str]]:
+def tool(*, writes: bool) -> Callable[[Callable[..., str]], ToolMethod]:
     """Mark a method as a tool; ``writes`` says whether it may change the environment state."""
 
-    def decorate(method: Callable[..., str]) -> Callable[..., str]:
+    def decorate(method: Callable[..., str]) -> ToolMethod:
         signature = inspect.signature(method)
         hints = typing.get_type_hints(method)
 
@@ -91,8 +102,9 @@ def tool(*, writes: bool) -> Callable[[Callable[..., str]], Callable[..., str]]:
             self._calls.append(CallRecord(method.__name__, arguments, True, writes))
             return result
 
-        guarded.writes = writes  # type: ignore[attr-defined]  # marks the method as a tool
-        return guarded
+        marked = cast(ToolMethod, guarded)  # functools.wraps set __wrapped__; writes is set here
+        marked.writes = writes  # marks the method as a tool
+        return marked
 
     return decorate
 

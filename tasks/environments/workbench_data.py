@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tasks.registry import shared_data_dir
+from tasks.spec import shared_data_dir
 
 DATA_ENV = "RLVR_WORKBENCH_DATA"
 SHARED_SUBDIR = Path("agent") / "workplace_assistant" / "csv_data"

@@ -285,8 +285,9 @@ def customer_relationship_manager_add_customer(
     if not (customer_name and assigned_to_email and status):
         raise ToolError("Please provide all required fields: customer_name, assigned_to_email, status.")
     # Omitted optional fields are missing values, as in the tables read from CSV
+    customer_id = next_id(self._state["crm"], "customer_id")
     given = {
-        "customer_id": next_id(self._state["crm"], "customer_id"),
+        "customer_id": customer_id,
         "assigned_to_email": assigned_to_email.lower(),
         "customer_name": customer_name,
         "customer_email": customer_email.lower() or None,
@@ -298,7 +299,7 @@ def customer_relationship_manager_add_customer(
         "notes": notes,
     }
     self._state["crm"].append(given)
-    return given["customer_id"]
+    return customer_id
 
 
 @tool(writes=True)

@@ -31,7 +31,7 @@ LEVELS: tuple[int, ...] = tuple(range(1, MAX_DIFFICULTY + 1))
 ENVIRONMENT = "workplace"
 BATCH = 32  # candidate tasks drawn per attempt; about a fifth land in the held-out split
 CLOSING = think("done", "Done.")  # the last turn, once the tools have answered
-_TYPE_NAMES = {str: "str", int: "int", bool: "bool", float: "float", list: "list", dict: "dict"}
+_TYPE_NAMES: dict[object, str] = {str: "str", int: "int", bool: "bool", float: "float", list: "list", dict: "dict"}
 
 
 _CONSONANTS, _VOWELS = "bdfgklmnprstvz", "aeiou"

@@ -40,11 +40,11 @@ def _space(level: int) -> list[tuple[str, ...]]:
     if level == 1:  # the formula is given: copy it into a def
         return [("call1", f"x{op}{k}", f"x{op}{k}") for op in "+-*" for k in ks]
     if level == 2:  # two operations, one or two arguments
-        one = [("call1", f"x*{a}+{b}", f"x*{a}+{b}") for a in range(2, 10) for b in ks]
+        one: list[tuple[str, ...]] = [("call1", f"x*{a}+{b}", f"x*{a}+{b}") for a in range(2, 10) for b in ks]
         two = [("call2", f"x{op}y*{k}", f"x{op}y*{k}") for op in "+-" for k in range(2, 10)]
         return one + two + [("call2", f"x*y{op}{k}", f"x*y{op}{k}") for op in "+-" for k in ks]
     if level == 3:  # described in words
-        plain = [("words", w, e) for w, e in _WORDS.items()]
+        plain: list[tuple[str, ...]] = [("words", w, e) for w, e in _WORDS.items()]
         return plain + [("words", w.format(k=k), e.format(k=k)) for w, e in _WORDS_K.items() for k in range(2, 10)]
     if level == 4:  # a whole program on stdin/stdout
         return [("stdio", f"n{op}{k}", f"n{op}{k}") for op in "+-*" for k in ks]
@@ -76,7 +76,7 @@ def _call(expr: str, args: list[int]) -> int:
 def _render(problem: tuple[str, ...], rng: random.Random) -> tuple[str, dict[str, Any]]:
     kind, text, expr = problem
     if kind == "stdio":
-        cases = [
+        cases: list[dict[str, Any]] = [
             {"input": f"{a[0]}\n", "output": f"{_call(expr.replace('n', 'x'), a)}\n"} for a in _cases_args(problem)
         ]
         return f"Python: read n, print {text}.", {"style": "stdio", "cases": cases}

@@ -145,7 +145,7 @@ def _space(level: int) -> list[tuple[str, ...]]:
     if level == 1:
         return [(p, c.note) for p in PHRASES for c in (*CASES, QUOTES)]
     if level == 2:
-        singles = [(p, c.note) for p in PHRASES for c in (*ENDS, *WORDS, TITLE, FEWER, MORE)]
+        singles: list[tuple[str, ...]] = [(p, c.note) for p in PHRASES for c in (*ENDS, *WORDS, TITLE, FEWER, MORE)]
         lists = [(", ".join(t), NO_COMMA.note) for t in itertools.permutations(NOUNS, 3)]
         return singles + lists
     if level == 3:

@@ -101,6 +101,8 @@ NUMERIC_TABLE = [
     ("the speed is fast", NUM, F),
     ("Answer: 1e999", NUM, F),  # overflow is no number
     ("Answer: 9.81", {"answer": "about nine"}, E),
+    ("Answer: 9.81", {"answer": "9.81", "unit": "e9999"}, E),  # a unit that does not parse
+    ("Answer: 9.81", {"answer": "9.81", "unit": "m" * 400}, E),
 ]
 
 

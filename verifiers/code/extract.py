@@ -36,7 +36,8 @@ def extract_code(completion: str, allow_unfenced: bool = False) -> str | None:
 def _fenced_blocks(text: str) -> tuple[list[tuple[str, str]], str | None]:
     """One linear pass over the lines: closed (tag, body) blocks and an unclosed tail, if any."""
     blocks: list[tuple[str, str]] = []
-    tag, body = None, []
+    tag: str | None = None
+    body: list[str] = []
     for line in text.split("\n"):
         if tag is None:
             info = _opening_info(line)

@@ -45,6 +45,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from verifiers._ast import parse
 
@@ -67,7 +68,7 @@ def split_assert_tests(test: str, entry_point: str | None) -> list[Unit]:
     if entry_point:
         return [Unit("setup", test, "test code"), Unit("test", f"check({entry_point})", "check")]
     try:
-        body = parse(test).body
+        body = cast(ast.Module, parse(test)).body  # mode 'exec' parses to a Module
     except SyntaxError:
         return [Unit("test", test, "test code")]
     if not any(isinstance(node, ast.Assert) for node in body):

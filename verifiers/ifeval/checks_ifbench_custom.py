@@ -13,6 +13,7 @@ import io
 import re
 import string
 import unicodedata
+from collections.abc import Callable
 
 from verifiers.ifeval.text import split_sentences
 from verifiers.ifeval.wordlists import EUROPEAN_CAPITALS_BY_LATITUDE
@@ -187,7 +188,7 @@ def date_format_list(response: str) -> bool:
     return True
 
 
-IFBENCH_CUSTOM_CHECKS = {
+IFBENCH_CUSTOM_CHECKS: dict[str, Callable[..., bool]] = {
     "custom:multiples": multiples,
     "custom:mcq_count_length": mcq_count_length,
     "custom:reverse_newline": reverse_newline,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Callable
 
 from verifiers.ifeval.estimates import is_emoji
 from verifiers.ifeval.text import Verbatim, nltk_word_tokens, split_sentences
@@ -230,7 +231,7 @@ def repeat_span(response: str, *, prompt_to_repeat: Verbatim, n_start: int, n_en
     return response.strip().lower() == span.strip().lower()
 
 
-IFBENCH_FORMAT_CHECKS = {
+IFBENCH_FORMAT_CHECKS: dict[str, Callable[..., bool]] = {
     "format:parentheses": parentheses,
     "format:quotes": quotes,
     "format:options": options,

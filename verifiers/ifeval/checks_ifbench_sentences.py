@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Callable
 
 from verifiers.ifeval.text import nltk_word_tokens, split_sentences
 
@@ -113,7 +114,7 @@ def keywords_specific_position(response: str, *, keyword: str, n: int, m: int) -
     return len(words) >= m and words[m - 1].lower() == keyword.lower()
 
 
-IFBENCH_SENTENCE_CHECKS = {
+IFBENCH_SENTENCE_CHECKS: dict[str, Callable[..., bool]] = {
     "ratio:sentence_type": sentence_type,
     "ratio:sentence_balance": sentence_balance,
     "ratio:sentence_words": sentence_words,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Callable
 
 from verifiers.ifeval.estimates import count_syllables, starts_with_verb
 from verifiers.ifeval.text import Verbatim, count_words, nltk_word_tokens
@@ -220,7 +221,7 @@ def words_position(response: str, *, keyword: str) -> bool:
     return tokens[1].lower() == tokens[-2].lower() == keyword.lower()
 
 
-IFBENCH_WORD_CHECKS = {
+IFBENCH_WORD_CHECKS: dict[str, Callable[..., bool]] = {
     "count:word_count_range": word_count_range,
     "count:unique_word_count": unique_word_count,
     "count:conjunctions": conjunctions,

@@ -17,6 +17,7 @@ differences:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from verifiers.ifeval.checks_layout import number_paragraphs
 from verifiers.ifeval.checks_lexical import keyword_frequency, letter_frequency
@@ -252,7 +253,7 @@ def start_end(response: str) -> bool:
     return len(tokens) >= 2 and tokens[0].lower() == tokens[-1].lower()
 
 
-IFEVALG_CHECKS = {
+IFEVALG_CHECKS: dict[str, Callable[..., bool]] = {
     "copy:repeat_phrase": repeat_phrase,
     "copy:copy": copy_request,
     "copy:copying_simple": copy_request,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 from verifiers.ifeval.text import compare, count_sentences, count_words
 
@@ -172,7 +173,7 @@ def two_responses(response: str) -> bool:
     return len(answers) == 2 and answers[0] != answers[1]
 
 
-LAYOUT_CHECKS = {
+LAYOUT_CHECKS: dict[str, Callable[..., bool]] = {
     "length_constraints:number_sentences": number_sentences,
     "length_constraints:number_words": number_words,
     "length_constraints:number_paragraphs": number_paragraphs,

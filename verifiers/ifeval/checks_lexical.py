@@ -8,7 +8,7 @@ output; they only raise ``ValueError`` for an invalid argument (a bad reference)
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from verifiers.ifeval.text import compare, count_capital_words, detect_language
 
@@ -82,7 +82,7 @@ def quotation(response: str) -> bool:
     return len(text) > 1 and text[0] == '"' and text[-1] == '"'
 
 
-LEXICAL_CHECKS = {
+LEXICAL_CHECKS: dict[str, Callable[..., bool]] = {
     "keywords:existence": keyword_existence,
     "keywords:frequency": keyword_frequency,
     "keywords:forbidden_words": forbidden_words,

@@ -29,7 +29,8 @@ class JudgeBackend(Protocol):
     """Where the judge model runs. ``identity`` names the model and the place it runs; it is
     part of every cache key, so two judges never share cached scores."""
 
-    identity: str
+    @property
+    def identity(self) -> str: ...  # read-only: a property or a plain attribute satisfies it
 
     def complete(self, messages: Messages) -> str:
         """The judge's reply to one conversation; raises ``JudgeFailure``."""

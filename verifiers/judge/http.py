@@ -15,6 +15,7 @@ import os
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -135,7 +136,7 @@ class OpenAIChatBackend:
             raise JudgeFailure(f"chat reply content is {type(content).__name__}, not text")
         return content
 
-    def complete_many(self, batch: list[Messages]) -> list[str | JudgeFailure]:
+    def complete_many(self, batch: Sequence[Messages]) -> list[str | JudgeFailure]:
         def one(messages: Messages) -> str | JudgeFailure:
             try:
                 return self.complete(messages)

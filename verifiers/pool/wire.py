@@ -63,9 +63,8 @@ def encode_chunk(chunk: list[Entry], fmt: ReasoningFormat, results: list[Verdict
     payloads: dict[bytes, int] = {}
     wire = []
     for index, completion, reference, ref, _ in chunk:
-        if isinstance(ref, bytes):
-            ref = payloads.setdefault(ref, len(payloads))
-        wire.append((index, completion, reference, ref))
+        sent: str | int = payloads.setdefault(ref, len(payloads)) if isinstance(ref, bytes) else ref
+        wire.append((index, completion, reference, sent))
     try:
         return chunk, pickle.dumps((fmt, list(payloads), wire), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:

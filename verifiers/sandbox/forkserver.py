@@ -305,7 +305,7 @@ def execute(cfg: dict, req: dict, secret: int | None = None) -> dict:
     if pid == 0:
         for r, _ in pipes:
             os.close(r)
-        _child(cfg, req, tmp, tuple(w for _, w in pipes), secret)
+        _child(cfg, req, tmp, (pipes[0][1], pipes[1][1], pipes[2][1]), secret)
     for _, w in pipes:
         os.close(w)
     fds = dict(zip((r for r, _ in pipes), ("stdout", "stderr", "results"), strict=True))

@@ -84,6 +84,7 @@ class Worker:
         if not hello.get("ready"):
             self.stop()
             raise WorkerDied(f"{self.backend.name} worker sent {hello!r} instead of ready")
+        assert self._proc.stderr is not None  # Popen(stderr=PIPE) above always sets it
         self._proc.stderr.close()  # only start-up errors are interesting; never let it fill
 
     @property

@@ -65,7 +65,7 @@ def select_backend(selection: str = "auto") -> Backend:
             )
         log.info("sandbox: %s (%s)", backend.name, backend.isolation)
         return backend
-    skipped = []
+    skipped: list[tuple[str, str]] = []
     for backend in BACKENDS:  # strongest first
         reason = probe(backend.name)
         if reason is None:
