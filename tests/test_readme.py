@@ -80,6 +80,10 @@ def test_readme_is_a_front_door():
     begin, end = lines.index(ROOMS_BEGIN), lines.index(ROOMS_END)
     outside = len(lines) - (end - begin - 1)
     assert outside <= 120, f"README.md is {outside} lines outside the tree of rooms"
+    # run history (which commit gave which table) lives in docs/study.md and the commits
+    front = "\n".join(lines[:begin] + lines[end:])
+    hashes = [w for w in re.findall(r"\b[0-9a-f]{7,40}\b", front) if re.search(r"[a-f]", w) and re.search(r"\d", w)]
+    assert not hashes, f"commit hashes on the README's front door: {hashes}"
 
 
 def test_every_docs_page_opens_with_its_command():
@@ -99,3 +103,10 @@ def test_every_docs_page_opens_with_its_command():
         if not any(line and not line.startswith("#") for line in body):
             without.append(page.name)
     assert not without, without
+
+
+def test_configuration_reference_is_current():
+    done = subprocess.run(
+        [sys.executable, "scripts/config_docs.py", "--check"], cwd=REPO, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

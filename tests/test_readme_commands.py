@@ -45,10 +45,20 @@ def documentation() -> list[Path]:
     return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
+def _without_config_reference(text: str) -> str:
+    """docs/configuration.md's generated reference quotes config headers, whose prose names
+    commands in passing ("run python -m rlvr.study experiment=tiny_study first)")."""
+    begin, end = "<!-- config:begin -->", "<!-- config:end -->"
+    if begin not in text:
+        return text
+    head, rest = text.split(begin, 1)
+    return head + rest.split(end, 1)[-1]
+
+
 def readme_commands() -> list[tuple[str, str]]:
     found = []
     for page in documentation():
-        text = page.read_text().replace("\\\n", " ")
+        text = _without_config_reference(page.read_text()).replace("\\\n", " ")
         for verb, rest in _COMMAND.findall(text):
             rest = rest.split(":", 1)[0] if rest.lstrip().startswith(":") else rest
             found.append((verb, rest.strip()))
