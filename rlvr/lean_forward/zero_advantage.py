@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from rlvr.training import trl_seam
+
 UNSCALED = frozenset({"dapo", "cispo", "vespo"})  # normalised by the generation batch's tokens
 ROW_SCALED = frozenset({"grpo", "sapo", "luspo", "dr_grpo"})  # by this micro-batch's rows
 TOKEN_SCALED = frozenset({"bnpo"})  # by this micro-batch's tokens
@@ -55,7 +57,7 @@ def skippable(trainer: Any) -> str | None:
     """Why zero-advantage rows must stay in this trainer's update (None: they can leave)."""
     if trainer.beta != 0.0:
         return "a KL term (beta > 0) has a gradient on every row"
-    if trainer._entropy_bonus_enabled:
+    if trl_seam.entropy_bonus_on(trainer):
         return "an entropy bonus has a gradient on every row"
     if trainer.aux_loss_enabled:
         return "an auxiliary loss"

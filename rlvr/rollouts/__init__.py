@@ -11,6 +11,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any
 
+from rlvr.training import trl_seam
+
 
 def unsupported(trainer: Any) -> str | None:
     """Why this trainer's generation must stay TRL's (None: the KV-cache sampler can draw it)."""
@@ -19,7 +21,7 @@ def unsupported(trainer: Any) -> str | None:
     if sharded and _kind(accelerator) != "FSDP":
         # FSDP ranks sample in lockstep (rlvr.rollouts.lockstep); other sharding is untested
         return f"weights sharded by {_kind(accelerator)} (rlvr's samplers keep FSDP ranks in step)"
-    if trainer.use_vllm or trainer.use_transformers_continuous_batching or trainer._is_vlm:
+    if trainer.use_vllm or trainer.use_transformers_continuous_batching or trl_seam.is_vlm(trainer):
         return "generation is not plain transformers on a text model"
     if trainer.args.generation_kwargs or trainer.top_k or trainer.min_p:
         return "sampling settings beyond temperature and top-p"
@@ -60,7 +62,7 @@ def generation_context(trainer: Any):
             gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
         ) as model,
         torch.no_grad(),
-        trainer._dist.summon_full_params(trainer.model_wrapped, recurse=False),
+        trl_seam.distributed(trainer).summon_full_params(trainer.model_wrapped, recurse=False),
         in_step(model, trainer.accelerator) as stepped,
     ):
         yield stepped

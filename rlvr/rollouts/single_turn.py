@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlvr.rollouts import generation_context
+from rlvr.training import trl_seam
 
 Finished = Callable[[list[int], list[list[int]]], None]  # (batch rows, their completion ids)
 
@@ -31,7 +32,7 @@ def sample_completions(
     from rlvr.evaluation.sampling import Sampler
 
     eos = tuple(trainer.eos_token_ids)
-    pad = trainer._tokenizer.pad_token_id
+    pad = trl_seam.tokenizer(trainer).pad_token_id
     sampler = Sampler(
         max_new_tokens=trainer.max_completion_length,
         eos_token_ids=eos,
@@ -65,7 +66,7 @@ def scoring_ahead(trainer: Any, prompt_ids: Sequence[Sequence[int]], inputs: Seq
         return None  # not rows of the canonical schema: the bridge grades them at its call
     if trainer.tools or trainer.environment_factories is not None:
         return None
-    tokenizer, chat = trainer._tokenizer, is_conversational(inputs[0])
+    tokenizer, chat = trl_seam.tokenizer(trainer), is_conversational(inputs[0])
     parsed = chat and (
         getattr(tokenizer, "response_template", None) is not None
         or getattr(tokenizer, "response_schema", None) is not None

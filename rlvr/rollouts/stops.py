@@ -15,6 +15,7 @@ import logging
 from typing import Any
 
 from rlvr.models.chat_format import stop_token_ids
+from rlvr.training import trl_seam
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 def stop_at_turn_end(trainer: Any) -> list[int]:
     """Adds ``stop_token_ids``' ids the trainer lacks to its stops; returns those added."""
     generation_config = getattr(trainer.model, "generation_config", None)
-    stops = stop_token_ids(trainer._tokenizer, generation_config)
+    stops = stop_token_ids(trl_seam.tokenizer(trainer), generation_config)
     added = [i for i in stops if i not in trainer.eos_token_ids]
     if not added:
         return []

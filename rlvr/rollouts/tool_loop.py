@@ -22,6 +22,7 @@ from typing import Any
 from rlvr.evaluation.multiturn import TurnSampling, sample_episodes
 from rlvr.rollouts import generation_context
 from rlvr.rollouts import unsupported as sampler_unsupported
+from rlvr.training import trl_seam
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def unsupported(trainer: Any) -> str | None:
     """Why this trainer's rollouts must take TRL's own loop (None: they can run as episodes)."""
     if trainer.environment_factories is None or not trainer.tools:
         return "no tools"
-    if any(trainer._async_tool_dicts):
+    if any(trl_seam.async_tools(trainer)):
         return "async tools"
     return sampler_unsupported(trainer)
 
@@ -55,7 +56,7 @@ def run_rollouts(trainer: Any, prompt_ids: Sequence[list[int]]) -> Rollouts:
         sampling = TurnSampling(
             budget=trainer.max_completion_length,
             eos_token_ids=tuple(trainer.eos_token_ids),
-            pad_token_id=trainer._tokenizer.pad_token_id,
+            pad_token_id=trl_seam.tokenizer(trainer).pad_token_id,
             temperature=trainer.temperature,
             top_p=trainer.top_p,
             batch_size=max(1, len(prompt_ids)),
@@ -82,9 +83,9 @@ class _TrlTurns:
         self.prompt_lengths = [len(p) for p in prompt_ids]
         self.limit = model.config.max_position_embeddings
         schemas: dict[Any, list[Any]] = {}  # the parser types arguments by schema: build once
-        for name in set(trainer._batch_environments):
-            schemas[name] = [get_json_schema(t) for t in trainer._env_tools[name]]
-        self.schemas = [schemas[name] for name in trainer._batch_environments]
+        for name in set(trl_seam.batch_environments(trainer)):
+            schemas[name] = [get_json_schema(t) for t in trl_seam.environment_tools(trainer)[name]]
+        self.schemas = [schemas[name] for name in trl_seam.batch_environments(trainer)]
         self.first: list[list[int]] = [[] for _ in prompt_ids]
         self.messages: list[list[dict[str, Any]]] = [[] for _ in prompt_ids]
         self.rounds = [0] * len(prompt_ids)
@@ -97,7 +98,7 @@ class _TrlTurns:
         from trl.chat_template_utils import parse_response
 
         trainer = self.trainer
-        parsed = parse_response(trainer._tokenizer, turn, prefix=self.ids[i], tools=self.schemas[i])
+        parsed = parse_response(trl_seam.tokenizer(trainer), turn, prefix=self.ids[i], tools=self.schemas[i])
         if not self.messages[i]:
             self.first[i] = list(turn)
         self.ids[i] += turn
@@ -105,8 +106,8 @@ class _TrlTurns:
         calls = parsed.get("tool_calls")
         if not calls or self.rounds[i] >= trainer.max_tool_calling_iterations:
             return None
-        results = [self._call(trainer._sync_tool_dicts[i], call) for call in calls]
-        suffix = trainer._get_tool_suffix_ids(results)
+        results = [self._call(trl_seam.sync_tools(trainer)[i], call) for call in calls]
+        suffix = trl_seam.tool_suffix_ids(trainer, results)
         total = len(self.ids[i]) + len(suffix)
         if total - self.prompt_lengths[i] > trainer.max_completion_length or total >= self.limit:
             return None  # TRL drops tool results that overflow; the rollout ends here

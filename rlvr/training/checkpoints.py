@@ -7,6 +7,8 @@ import logging
 import re
 from pathlib import Path
 
+from rlvr.training import trl_seam
+
 log = logging.getLogger(__name__)
 
 _CKPT = re.compile(r"^checkpoint-(\d+)$")
@@ -105,5 +107,5 @@ def train_from(trainer, checkpoint: str | None, save_every_min: float = 0.0) -> 
         trainer.train(resume_from_checkpoint=checkpoint)
         return
     log.info("%s holds the last step (%d): loading it, nothing left to train", checkpoint, max_steps)
-    trainer._load_from_checkpoint(checkpoint)
+    trl_seam.load_weights_from_checkpoint(trainer, checkpoint)
     trainer.state = state
