@@ -38,11 +38,11 @@ real-study: $(STAMP) ## mix or merge on SmolLM2-135M-Instruct
 	$(OFFLINE) $(BIN)/python -m rlvr.study experiment=real_study
 
 test: $(STAMP) ## the test suite: fast tier, then the slow tier (CPU, offline)
-	$(PYTEST) -m "not slow and not gpu" -n 2 -q
+	$(PYTEST) -m "not slow and not gpu" -n 2 -q --durations=20
 	$(PYTEST) -m "slow and not gpu" -q -p no:xdist --durations=25
 
 test-fast: $(STAMP) ## the fast tier only
-	$(PYTEST) -m "not slow and not gpu" -n 2 -q
+	$(PYTEST) -m "not slow and not gpu" -n 2 -q --durations=20
 
 test-slow: $(STAMP) ## the slow tier only
 	$(PYTEST) -m "slow and not gpu" -q -p no:xdist --durations=25
