@@ -19,6 +19,7 @@ from rlvr.reporting.calibration import calibration_table
 from rlvr.reporting.paper import paper_view
 from rlvr.reporting.plots import bar_plot, reward_curves
 from rlvr.reporting.recipe import recipe_section
+from rlvr.reporting.recovery import forgetting_table, recovery_table
 from rlvr.reporting.seeds import group_results
 from rlvr.reporting.tables import (
     ModelResult,
@@ -66,6 +67,7 @@ def build_report(
     )
     arms = arms_table(results, metric)  # beyond mixed and merged: every arm's avg and compute
     tables += (arms,) if _beyond_the_paper(results) else ()
+    tables += (recovery_table(results, metric), forgetting_table(results, metric))  # kept, lost
     cascade = cascade_table(results, metric)  # does a later stage undo an earlier one?
     tables += (cascade,) if cascade.rows else ()
     lengths = length_table(study, results)  # did training shorten the answers?
@@ -130,7 +132,7 @@ def _paper_markdown(tables: Sequence[Table]) -> str:
         "Our models beside the published M2RL numbers (arXiv 2602.12566; the release "
         "Mosi-AI/M2RL d9807cf): its nine benchmarks in its column order, each of our roles "
         "against the paper's row of that role, the benchmarks we did not score and why, and "
-        "our runs' compute against its GPU-hours."
+        "our runs' compute against its GPU-hours, and how much of its experts' gains each of its arms kept."
     )
     return "\n".join(["## Beside the paper", "", intro, "", *(to_markdown(t) for t in tables)])
 

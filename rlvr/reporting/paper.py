@@ -287,10 +287,64 @@ def _pct(part: float | None, whole: float) -> float | None:
 
 def paper_view(
     study: Path, results: Sequence[ModelResult], metric: str, extra_runs: Mapping[str, str]
-) -> tuple[Table, Table, Table]:
-    """The three tables of the paper view, in the report's order."""
+) -> tuple[Table, Table, Table, Table]:
+    """The four tables of the paper view, in the report's order."""
     return (
         paper_table(results, metric),
         not_run_table(study, results),
         paper_compute(results, extra_runs),
+        paper_recovery(),
     )
+
+
+# which of the paper's experts answers each benchmark in its routed row (agent has no expert there)
+ROUTED_EXPERT = {
+    "aime24": "math",
+    "aime25": "math",
+    "livecodebench_v5": "code",
+    "livecodebench_v6": "code",
+    "hle": "science",
+    "gpqa_diamond": "science",
+    "mmlu_redux": "science",
+    "ifeval": "instruction",
+    "ifbench": "instruction",
+}
+
+
+def paper_recovery() -> Table:
+    """The paper's own routed-experts row and each published arm's recovery of the experts'
+    gains, per domain (the mean of its benchmarks) and macro-averaged, from ``main_table.csv``."""
+    from rlvr.reporting.recovery import MIN_GAIN
+
+    published = published_scores()
+    domains = list(dict.fromkeys(ROUTED_EXPERT.values()))
+
+    def domain_mean(row: Mapping[str, float], domain: str) -> float:
+        return statistics.mean(row[b] for b, d in ROUTED_EXPERT.items() if d == domain)
+
+    routed = {d: domain_mean(published[d], d) for d in domains}
+    start = {d: domain_mean(published["sft"], d) for d in domains}
+    rows: list[tuple[Cell, ...]] = [
+        (
+            "routed experts",
+            "reference",
+            *(round(routed[d], 2) for d in domains),
+            round(statistics.mean(routed.values()), 2),
+        ),
+        ("sft", "start", *(round(start[d], 2) for d in domains), round(statistics.mean(start.values()), 2)),
+    ]
+    for name in ("mixed", "average", "task_arithmetic", "ties", "ties_dare", "ta_dare", "sce", "mt_opd"):
+        gains = {
+            d: 100.0 * (domain_mean(published[name], d) - start[d]) / (routed[d] - start[d])
+            for d in domains
+            if abs(routed[d] - start[d]) >= MIN_GAIN
+        }
+        cells = [round(gains[d], 1) if d in gains else None for d in domains]
+        rows.append((name, "published", *cells, round(statistics.mean(gains.values()), 1)))
+    experts = "; ".join(f"{d}: {', '.join(b for b, e in ROUTED_EXPERT.items() if e == d)}" for d in domains)
+    notes = (
+        f"the paper's routed row: each benchmark answered by its domain's expert ({experts}); "
+        "domain score: the mean of its benchmarks; recovery = (arm − sft) / (routed − sft) in %",
+    )
+    title = "The paper's recovery of its experts' gains (routed and sft rows: scores, %)"
+    return Table("paper_recovery", title, ("model", "role", *domains, "macro"), tuple(rows), notes)
