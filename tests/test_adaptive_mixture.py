@@ -102,9 +102,9 @@ def test_bad_settings_name_the_knob(settings, message):
 
 def test_batch_report_sums_signal_per_domain():
     report = batch_report(["math", "math", "code", "code"], [1.5, -0.5, 0.0, 0.0], "abs_advantage")
-    assert report == {"math": (2.0, 2), "code": (0.0, 2)}
+    assert report == {"math": (2.0, 2, 0.0), "code": (0.0, 2, 0.0)}  # no rewards given: 0
     active = batch_report(["math", "math", "code"], [0.7, 0.0, -0.2], "active_groups")
-    assert active == {"math": (1.0, 2), "code": (1.0, 1)}
+    assert active == {"math": (1.0, 2, 0.0), "code": (1.0, 1, 0.0)}
 
 
 def sampler(weights: AdaptiveWeights, batch_size: int = 20) -> MixtureSampler:
@@ -230,3 +230,43 @@ def test_weights_follow_the_signal_and_a_killed_run_resumes_them_exactly(tmp_pat
         for r in logged(folder)[-(MAX_STEPS - done) :]
     }
     assert resumed == {s: w for s, w in weights.items() if s > done}
+
+
+def _feed_rewards(weights: AdaptiveWeights, batches, signal: dict[str, float], reward: dict[str, float], n: int = 16):
+    for b in batches:
+        weights.observe(b, {d: (signal[d] * n, n, reward[d] * n) for d in DOMAINS})
+
+
+def test_a_domain_whose_reward_falls_gets_its_initial_share_back_as_its_floor():
+    w = bandit(floor=0.05, exploration=0.0, lag=1, window=2, guard_drop=0.05)
+    learning = {"code": 0.0, "math": 0.9, "science": 0.1}  # the bandit pushes code to the floor
+    _feed_rewards(w, range(6), learning, {"code": 0.6, "math": 0.5, "science": 0.5})
+    assert w.guarded(6) == [] and w.shares(6)[0] == pytest.approx(0.05, abs=1e-3)
+    _feed_rewards(w, range(6, 10), learning, {"code": 0.4, "math": 0.5, "science": 0.5})  # code forgets
+    assert w.guarded(10) == ["code"]
+    shares = dict(zip(DOMAINS, w.shares(10), strict=True))
+    assert shares["code"] >= 0.25 - 1e-9  # its initial share, not the 5% floor
+    assert sum(shares.values()) == pytest.approx(1.0)
+    _feed_rewards(w, range(10, 14), learning, {"code": 0.58, "math": 0.5, "science": 0.5})  # recovered
+    assert w.guarded(14) == []
+
+
+def test_the_guard_is_off_at_zero_and_old_two_value_reports_still_load():
+    off = bandit(lag=1, window=1, guard_drop=0.0)
+    _feed_rewards(
+        off, range(4), {"code": 0.1, "math": 0.1, "science": 0.1}, {"code": 0.9, "math": 0.5, "science": 0.5}
+    )
+    _feed_rewards(
+        off, range(4, 6), {"code": 0.1, "math": 0.1, "science": 0.1}, {"code": 0.0, "math": 0.5, "science": 0.5}
+    )
+    assert off.guarded(6) == []
+    old = bandit(lag=1, window=1)
+    state = old.state_dict()
+    state["reports"] = {"0": {"code": [1.0, 2]}}
+    old.load_state_dict(state)
+    assert old.reports[0]["code"] == (1.0, 2, 0.0)
+
+
+def test_a_batch_report_carries_each_domains_reward_sum():
+    report = batch_report(["math", "math", "code"], [1.0, -1.0, 0.0], "abs_advantage", [1.0, 0.0, 0.5])
+    assert report == {"math": (2.0, 2, 1.0), "code": (0.0, 1, 0.5)}

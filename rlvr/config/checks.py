@@ -181,7 +181,7 @@ def mixture_adaptive(run: RunConfig):
             "mixture.mode=adaptive sets the weights itself: drop mixture.schedule (mixture.schedule.kind=none)"
         )
     a = run.mixture.adaptive
-    settings = AdaptiveSettings(a.signal, a.exploration, a.temperature, a.floor, a.window, a.lag)
+    settings = AdaptiveSettings(a.signal, a.exploration, a.temperature, a.floor, a.window, a.lag, a.guard_drop)
     names = sorted(run.domains)
     try:
         return AdaptiveWeights(names, [run.domains[d].weight for d in names], settings)

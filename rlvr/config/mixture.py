@@ -36,6 +36,9 @@ class MixtureAdaptiveConfig:
     floor: float = 0.05  # least share of every domain, so none starves
     window: int = 8  # recent batches the score reads
     lag: int = 3  # batches between a report and the first batch it steers (>= batches drawn ahead)
+    # forgetting guard: a domain whose mean reward over the window fell more than this below its
+    # best window so far gets its initial share back as its floor until it recovers (0: off)
+    guard_drop: float = 0.05
 
 
 @dataclass

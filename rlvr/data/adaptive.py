@@ -19,6 +19,13 @@ The lag covers the batches drawn ahead of training (the DataLoader takes the nex
 this one trains; asynchronous generation takes one more), so the shares never depend on when a
 report happens to arrive: a run is deterministic given its seed, and resumes exactly from its
 saved reports. A share is never below ``floor``, so no domain starves.
+
+The floor alone does not stop forgetting: a domain the bandit pushes to it can lose what it
+had (the embedded study's adaptive arm ended agent below the SFT model). So each report also
+carries the domain's reward sum, and a domain whose mean reward over the window has fallen more
+than ``guard_drop`` below its best window so far is guarded: its floor becomes its initial share
+until its reward is back within ``guard_drop`` of that best. Guarded floors are read from the
+same reports, so runs stay deterministic and resumable.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ class AdaptiveSettings:
     floor: float = 0.05  # least share of every domain
     window: int = 8  # batches of reports the score reads (the most recent ones)
     lag: int = 3  # batches between a report and the first batch it steers
+    guard_drop: float = 0.05  # windowed mean reward this far below its best guards a domain (0: off)
 
     def check(self, n_domains: int) -> None:
         problems = []
@@ -54,6 +62,8 @@ class AdaptiveSettings:
             problems.append(f"temperature={self.temperature} (must be > 0)")
         if not 0 <= self.floor * n_domains < 1:
             problems.append(f"floor={self.floor} (need 0 <= floor < 1/{n_domains} for {n_domains} domains)")
+        if self.guard_drop < 0:
+            problems.append(f"guard_drop={self.guard_drop} (must be >= 0; 0 turns the guard off)")
         if self.window < 1 or self.lag < 1:
             problems.append(f"window={self.window}, lag={self.lag} (both must be >= 1)")
         if problems:
@@ -63,7 +73,8 @@ class AdaptiveSettings:
         return "|".join(f"{k}={v}" for k, v in asdict(self).items())
 
 
-Report = Mapping[str, tuple[float, int]]  # domain -> (signal sum, completions)
+# domain -> (signal sum, completions[, reward sum]); a report without rewards guards nothing
+Report = Mapping[str, tuple[float, int] | tuple[float, int, float]]
 
 
 class AdaptiveWeights:
@@ -80,13 +91,13 @@ class AdaptiveWeights:
         self.domains = list(domains)
         self.settings = settings
         self.initial = [w / total for w in initial]
-        self.reports: dict[int, dict[str, tuple[float, int]]] = {}
+        self.reports: dict[int, dict[str, tuple[float, int, float]]] = {}
         self._shares: dict[int, list[float]] = {}
 
     def observe(self, batch: int, report: Report) -> None:
         """Record batch ``batch``'s per-domain (signal sum, completions). A report that
         arrives again for the same batch (a step replayed after a resume) must agree."""
-        clean = {d: (float(s), int(n)) for d, (s, n) in report.items() if d in self.domains}
+        clean = {d: _entry(v) for d, v in report.items() if d in self.domains}
         old = self.reports.get(batch)
         if old is not None and old != clean:
             raise RuntimeError(
@@ -103,7 +114,27 @@ class AdaptiveWeights:
 
     def signal_means(self, batch: int) -> dict[str, float]:
         """Batch ``batch``'s mean signal per domain it held (for the per-step log)."""
-        return {d: s / n for d, (s, n) in self.reports.get(batch, {}).items() if n > 0}
+        return {d: s / n for d, (s, n, _) in self.reports.get(batch, {}).items() if n > 0}
+
+    def guarded(self, batch: int) -> list[str]:
+        """The domains whose floor is their initial share for batch ``batch`` (the guard)."""
+        last = batch - self.settings.lag
+        if last < 0 or self.settings.guard_drop <= 0:
+            return []
+        return [d for d in self.domains if self._fell(d, last)]
+
+    def _fell(self, domain: str, last: int) -> bool:
+        """Whether ``domain``'s mean reward over the window ending at ``last`` is more than
+        ``guard_drop`` below its best window ending at or before it."""
+        means = [m for end in range(last + 1) if (m := self._window_reward(domain, end)) is not None]
+        return bool(means) and max(means) - means[-1] > self.settings.guard_drop
+
+    def _window_reward(self, domain: str, end: int) -> float | None:
+        reward, count = 0.0, 0
+        for b in range(max(0, end - self.settings.window + 1), end + 1):
+            _, n, r = self.reports.get(b, {}).get(domain, (0.0, 0, 0.0))
+            reward, count = reward + r, count + n
+        return reward / count if count else None
 
     def _compute(self, batch: int) -> list[float]:
         cfg = self.settings
@@ -120,7 +151,7 @@ class AdaptiveWeights:
         sums = dict.fromkeys(self.domains, 0.0)
         counts = dict.fromkeys(self.domains, 0)
         for b in window:
-            for d, (s, n) in self.reports[b].items():
+            for d, (s, n, _) in self.reports[b].items():
                 sums[d] += s
                 counts[d] += n
         total = sum(counts.values())
@@ -132,8 +163,20 @@ class AdaptiveWeights:
         top = max(scores)
         exps = [math.exp((s - top) / cfg.temperature) for s in scores]
         z = sum(exps)
-        spread = 1.0 - len(self.domains) * cfg.floor
-        return [cfg.floor + spread * e / z for e in exps]
+        floors = self._floors(batch)
+        spread = 1.0 - sum(floors)
+        return [f + spread * e / z for f, e in zip(floors, exps, strict=True)]
+
+    def _floors(self, batch: int) -> list[float]:
+        """Every domain's least share: ``floor``, or for a guarded domain its initial share;
+        scaled down together where guarded floors would leave no room."""
+        guarded = set(self.guarded(batch))
+        floors = [
+            max(self.settings.floor, w) if d in guarded else self.settings.floor
+            for d, w in zip(self.domains, self.initial, strict=True)
+        ]
+        total = sum(floors)
+        return [f / total for f in floors] if total > 1.0 else floors
 
     def state_dict(self, before_batch: int | None = None) -> dict[str, Any]:
         """The reports (of batches before ``before_batch``): all a resume needs."""
@@ -151,21 +194,29 @@ class AdaptiveWeights:
                 f"settings ({state.get('domains')}, {state.get('settings')}); resume with the "
                 "settings that saved it"
             )
-        self.reports = {
-            int(b): {d: (float(v[0]), int(v[1])) for d, v in r.items()} for b, r in state["reports"].items()
-        }
+        self.reports = {int(b): {d: _entry(v) for d, v in r.items()} for b, r in state["reports"].items()}
         self._shares = {}
 
 
-def batch_report(domains: Sequence[str], advantages: Sequence[float], signal: str) -> dict[str, tuple[float, int]]:
-    """One batch's (signal sum, completions) per domain from each completion's domain and
-    advantage (this process's share of the batch; sum the reports over processes)."""
-    out: dict[str, tuple[float, int]] = {}
-    for domain, adv in zip(domains, advantages, strict=True):
+def batch_report(
+    domains: Sequence[str], advantages: Sequence[float], signal: str, rewards: Sequence[float] | None = None
+) -> dict[str, tuple[float, int, float]]:
+    """One batch's (signal sum, completions, reward sum) per domain from each completion's
+    domain, advantage and reward (this process's share of the batch; sum the reports over
+    processes). Without ``rewards`` the reward sums are 0 and the guard sees no fall."""
+    out: dict[str, tuple[float, int, float]] = {}
+    scores = rewards if rewards is not None else [0.0] * len(advantages)
+    for domain, adv, reward in zip(domains, advantages, scores, strict=True):
         value = abs(adv) if signal == "abs_advantage" else float(abs(adv) > 1e-8)
-        s, n = out.get(domain, (0.0, 0))
-        out[domain] = (s + value, n + 1)
+        s, n, r = out.get(domain, (0.0, 0, 0.0))
+        out[domain] = (s + value, n + 1, r + float(reward))
     return out
+
+
+def _entry(value: Sequence[float]) -> tuple[float, int, float]:
+    """A report entry as (signal sum, completions, reward sum); older two-value entries (saved
+    before reports carried rewards) read as reward 0."""
+    return (float(value[0]), int(value[1]), float(value[2]) if len(value) > 2 else 0.0)
 
 
 STATE_FILE = "mixture_adaptive.json"  # in each checkpoint folder of an adaptive run

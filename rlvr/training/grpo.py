@@ -175,26 +175,44 @@ class RLVRGRPOTrainer(GRPOTrainer):
         return output
 
     def _report_learning_signal(self, step: int, inputs, advantages) -> None:
-        """This batch's per-domain learning signal, summed over the processes (every rank's
-        sampler must draw the same next batches), to the adaptive mixture; logged per step as
-        ``<domain>/adaptive_signal``."""
+        """This batch's per-domain learning signal and reward, summed over the processes (every
+        rank's sampler must draw the same next batches), to the adaptive mixture; logged per
+        step as ``<domain>/adaptive_signal``, and ``<domain>/adaptive_guard`` (1 while the
+        forgetting guard holds the domain at its initial share)."""
         import torch
 
         from rlvr.data.adaptive import batch_report
 
         adaptive = self.mixture_sampler.adaptive
         names = adaptive.domains
-        local = batch_report([x["domain"] for x in inputs], advantages.tolist(), adaptive.settings.signal)
+        local = batch_report(
+            [x["domain"] for x in inputs],
+            advantages.tolist(),
+            adaptive.settings.signal,
+            self._batch_rewards(len(inputs)),
+        )
+        zero = (0.0, 0, 0.0)
         totals = torch.tensor(
-            [[local.get(d, (0.0, 0))[0], local.get(d, (0.0, 0))[1]] for d in names],
+            [[local.get(d, zero)[0], local.get(d, zero)[1], local.get(d, zero)[2]] for d in names],
             dtype=torch.float64,
             device=self.accelerator.device,
         )
         totals = self.accelerator.reduce(totals, reduction="sum").cpu().tolist()
-        report = {d: (s, int(round(n))) for d, (s, n) in zip(names, totals, strict=True) if n}
+        report = {d: (s, int(round(n)), r) for d, (s, n, r) in zip(names, totals, strict=True) if n}
         self.mixture_sampler.observe(step, report)
-        for domain, (total, count) in report.items():
+        for domain, (total, count, _) in report.items():
             self._metrics["train"][f"{domain}/adaptive_signal"].append(total / count)
+        guarded = set(adaptive.guarded(step // self.mixture_sampler.steps_per_batch))
+        for domain in names:
+            self._metrics["train"][f"{domain}/adaptive_guard"].append(float(domain in guarded))
+
+    def _batch_rewards(self, rows: int) -> list[float] | None:
+        """Each row's verifier score in the batch just scored (the bridge's verdicts), or None
+        where the reward functions are not the bridge's."""
+        scores = bridge_scores(self.reward_funcs)
+        if scores is None or len(scores.by_row) != rows:
+            return None
+        return [float(scores.by_row[i][1].score) for i in range(rows)]
 
     def _generate(self, prompts):
         start = time.perf_counter()
