@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -33,7 +34,17 @@ def installed(tmp_path_factory) -> Path:
     """A fresh virtual environment holding the built wheel; returns its bin folder."""
     root = tmp_path_factory.mktemp("wheel")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    build = [sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation"]
+    # build from a clean copy: setuptools reuses a source tree's build/ folder, so a module
+    # deleted since an earlier build would ship again, and the checkout stays untouched
+    source = root / "source"
+    top = {".git", ".venv", "build", "dist", "outputs", "runs", "multirun", "wandb"}
+
+    def junk(folder: str, names: list[str]) -> set[str]:  # the checkout's own outputs, at its top only
+        here = {n for n in names if n in top} if Path(folder) == REPO else set()
+        return here | {n for n in names if n == "__pycache__" or n.endswith(".egg-info")}
+
+    shutil.copytree(REPO, source, symlinks=True, ignore=junk)
+    build = [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation"]
     _run([*build, "-w", str(root / "dist"), "-q"], root, env)
     (wheel,) = (root / "dist").glob("rlvr-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
