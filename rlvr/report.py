@@ -17,7 +17,7 @@ from rlvr.reporting.answers import answers_markdown, length_table
 from rlvr.reporting.arms import arms_table, cascade_table, weights_plot
 from rlvr.reporting.calibration import calibration_table
 from rlvr.reporting.paper import paper_view
-from rlvr.reporting.plots import bar_plot, reward_curves
+from rlvr.reporting.plots import delta_heatmap, reward_curves
 from rlvr.reporting.recipe import recipe_section
 from rlvr.reporting.recovery import forgetting_table, recovery_table
 from rlvr.reporting.seeds import group_results
@@ -77,7 +77,8 @@ def build_report(
     paper = paper_view(study, results, metric, runs or {})  # beside the published numbers
     for table in (*tables, *paper):
         write_table(table, folder)
-    images = [bar_plot(results, metric, folder / "benchmarks.png")]
+    heatmap = delta_heatmap(results, metric, folder / "difference_to_sft.png")  # who gained where
+    images = [heatmap] if heatmap else []
     curves = reward_curves(*_curve_runs(results, runs or {}), folder / "reward_curves.png")
     images += [curves] if curves else []
     weights = weights_plot(results, folder / "mixture_weights.png")  # the adaptive arm's

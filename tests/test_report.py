@@ -95,10 +95,11 @@ def test_report_files_exist(study):
     for stem in ("main_table", "merge_table", "diff_table", "cost_table"):
         assert (folder / f"{stem}.md").read_text().startswith("### ")
         assert (folder / f"{stem}.csv").stat().st_size > 0
-    for image in ("benchmarks.png", "reward_curves.png"):
+    for image in ("difference_to_sft.png", "reward_curves.png"):
         assert (folder / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = (folder / "report.md").read_text()
-    assert "![benchmarks](benchmarks.png)" in text and "Main table" in text
+    assert "![difference_to_sft](difference_to_sft.png)" in text and "Main table" in text
+    assert "Recovery of the experts' gains" in text and "routed experts" in text
     rows = read_csv(folder / "calibration.csv")  # room for RL, from the SFT row
     assert {r["model"] for r in rows} == {"sft"} and len(rows) == len(TASKS)
     assert "Room for RL" in text

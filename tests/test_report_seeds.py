@@ -273,34 +273,48 @@ def test_cost_table_sums_every_seed(study):
     assert f"merge {best} (2 runs)" in text and "2 seed(s) (0, 1) in the mixed arm" in text
 
 
-def test_bar_plot_draws_error_bars_and_reward_curves_every_seed(study, tmp_path, monkeypatch):
+def test_the_heatmap_shows_each_model_minus_sft_and_curves_use_the_domains_samples(study, tmp_path, monkeypatch):
     from matplotlib.axes import Axes
 
-    from rlvr.reporting.plots import bar_plot
+    from rlvr.reporting.plots import delta_heatmap, smooth
 
-    calls: list[dict] = []
-    original = Axes.bar
+    shown: list = []
+    original = Axes.imshow
 
-    def spy(self, *args, **kwargs):
-        calls.append(kwargs)
-        return original(self, *args, **kwargs)
+    def spy(self, grid, *args, **kwargs):
+        shown.append(grid)
+        return original(self, grid, *args, **kwargs)
 
-    monkeypatch.setattr(Axes, "bar", spy)
+    monkeypatch.setattr(Axes, "imshow", spy)
     results = load_results(study)
-    path = bar_plot(results, "avg_at_k", tmp_path / "bars.png")
+    path = delta_heatmap(results, "avg_at_k", tmp_path / "delta.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    by_label = {c["label"].split(" ")[0]: c for c in calls}
-    assert by_label["sft"]["yerr"] is None
-    assert by_label["mixed"]["yerr"] == pytest.approx([statistics.stdev(pct("mixed", d)) for d in BENCH])
-    assert (study / "report" / "benchmarks.png").read_bytes()[:4] == b"\x89PNG"
+    (grid,) = shown
+    groups = [g for g in group_results(results) if g.role not in ("cascade_stage", "base", "sft")]
+    mixed_row = grid[[g.label for g in groups].index("mixed")]
+    sft_math = 100 * UNSEEDED["sft"]["math"]
+    assert mixed_row[0] == pytest.approx(statistics.mean(pct("mixed", "math")) - sft_math)
+    assert (study / "report" / "difference_to_sft.png").read_bytes()[:4] == b"\x89PNG"
     assert (study / "report" / "reward_curves.png").read_bytes()[:4] == b"\x89PNG"
     mixed, experts = _curve_runs(results, {})
     assert [Path(d).name for d in mixed["mixed"]] == ["mixed-seed0", "mixed-seed1"]
     assert [Path(d).name for d in experts["math"]] == ["math-seed0", "math-seed1"]
-    assert mean_series([([1, 2, 3], [1.0, 2.0, 3.0]), ([2, 3], [4.0, 5.0])]) == (
-        [2, 3],
-        [3.0, 4.0],
-    )
+    assert mean_series([([1, 2, 3], [1.0, 2.0, 3.0]), ([3, 4], [4.0, 5.0])]) == ([2.0, 3.0], [2.5, 3.5])
+    assert smooth([1.0, 3.0, 5.0, 7.0], 2) == [1.0, 2.0, 4.0, 6.0]
+
+
+def test_a_reward_curve_runs_on_the_domains_completions_seen(tmp_path):
+    from rlvr.reporting.plots import reward_series
+
+    rows = [
+        {"step": 1, "math/count": 8, "rewards/reward_math/mean": 0.1},
+        {"step": 2, "math/count": 4, "rewards/reward_math/mean": 0.3},
+        {"step": 3, "rewards/reward_math/mean": 0.2},  # no count logged: the domain drew none
+    ]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    assert reward_series(tmp_path, "math") == ([8.0, 12.0, 12.0], [0.1, 0.3, 0.2])
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 5, "rewards/reward_math/mean": 0.5}))
+    assert reward_series(tmp_path, "math") == ([5.0], [0.5])  # no counts at all: steps
 
 
 def test_single_seed_study_has_no_seed_columns(tmp_path):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rlvr.reporting.seeds import ModelGroup, Stat, group_results, paired_difference, split_seed
-from rlvr.reporting.tables import ModelResult, Table, _at, _best, benchmark_order
+from rlvr.reporting.tables import ModelResult, Table, _best, benchmark_order, score_at
 from rlvr.runs.accounting import sum_compute
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ def arms_table(results: Sequence[ModelResult], metric: str) -> Table:
         vs_merge = _versus(g, best, args)
         cost = _rl_seconds(_arm_folders(g, results, experts))
         ratio = cost / separate if cost is not None and separate else None
-        rows.append((g.label, g.role, g.n, g.stat(_at, *args), vs_mixed, vs_merge, cost, ratio))
+        rows.append((g.label, g.role, g.n, g.stat(score_at, *args), vs_mixed, vs_merge, cost, ratio))
     cols = (
         "arm",
         "role",
@@ -75,7 +75,7 @@ def arms_table(results: Sequence[ModelResult], metric: str) -> Table:
 def _versus(g: ModelGroup, other: ModelGroup | None, args) -> Stat | None:
     if other is None or other is g:
         return None
-    diff, _ = paired_difference(g.values(_at, *args), other.values(_at, *args))
+    diff, _ = paired_difference(g.values(score_at, *args), other.values(score_at, *args))
     return diff
 
 
@@ -106,8 +106,8 @@ def cascade_table(results: Sequence[ModelResult], metric: str) -> Table:
     rows = []
     for g in [*([sft] if sft and stages else []), *stages]:
         trained = (g.first.info.get("domains") or ["-"])[0] if g.role != "sft" else "-"
-        per = [g.stat(_at, benches, d, metric) for d in domains]
-        rows.append((g.label, trained, *per, g.stat(_at, benches, "avg", metric)))
+        per = [g.stat(score_at, benches, d, metric) for d in domains]
+        rows.append((g.label, trained, *per, g.stat(score_at, benches, "avg", metric)))
     note = (
         "each row: the model after that stage (cascade: after the last), trained on the "
         "named domain from the row above; a domain's score falling after a later stage is "

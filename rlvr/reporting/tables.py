@@ -142,7 +142,7 @@ def main_table(results: Sequence[ModelResult], metric: str) -> Table:
     for g in groups:
         values = [g.stat(score, b, metric) for _, b in benches]
         n = (g.n,) if seeded else ()
-        rows.append((g.label, g.role, *n, *values, g.stat(_at, benches, "avg", metric)))
+        rows.append((g.label, g.role, *n, *values, g.stat(score_at, benches, "avg", metric)))
     seeds = ("seeds",) if seeded else ()
     cols = ("model", "role", *seeds, *(f"{d}/{b}" for d, b in benches), "avg")
     return Table("main_table", f"Main table ({metric}, %)", cols, tuple(rows))
@@ -156,16 +156,16 @@ def merge_table(results: Sequence[ModelResult], metric: str) -> Table:
     seeded = any(g.n >= 2 for g in merges)
     rows = []
     for g in merges:
-        per = [g.stat(_at, benches, d, metric) for d in domains]
+        per = [g.stat(score_at, benches, d, metric) for d in domains]
         method = (g.first.info.get("merge") or {}).get("mergekit_method", "")
         method = "on-policy distillation" if g.role == "distill" else method
         n = (g.n,) if seeded else ()
-        rows.append((g.label, method, *n, *per, g.stat(_at, benches, "avg", metric)))
+        rows.append((g.label, method, *n, *per, g.stat(score_at, benches, "avg", metric)))
     cols = ("merge", "mergekit method", *(("seeds",) if seeded else ()), *domains, "avg")
     return Table("merge_table", f"Merge methods by domain ({metric}, %)", cols, tuple(rows))
 
 
-def _at(r: ModelResult, benches, domain: str, metric: str) -> float | None:
+def score_at(r: ModelResult, benches, domain: str, metric: str) -> float | None:
     if domain == "avg":
         return _mean([score(r, b, metric) for _, b in benches])
     return domain_scores(r, benches, metric)[domain]
@@ -173,7 +173,7 @@ def _at(r: ModelResult, benches, domain: str, metric: str) -> float | None:
 
 def _best(merges: Sequence[ModelGroup], *args: Any) -> tuple[ModelGroup | None, Stat]:
     """The merge with the highest mean; the first of equal means, in row order."""
-    scored = [(g, s) for g in merges if (s := g.stat(_at, *args)).mean is not None]
+    scored = [(g, s) for g in merges if (s := g.stat(score_at, *args)).mean is not None]
     return max(scored, key=lambda gs: gs[1].mean or 0.0) if scored else (None, Stat(None))
 
 
@@ -194,8 +194,8 @@ def diff_table(results: Sequence[ModelResult], metric: str) -> Table:
         diff, verdict = (Stat(None), None)
         if best is not None:
             args = (benches, domain, metric)
-            diff, verdict = paired_difference(mix.values(_at, *args), best.values(_at, *args))
-        row = (domain, mix.stat(_at, benches, domain, metric), best.label if best else "")
+            diff, verdict = paired_difference(mix.values(score_at, *args), best.values(score_at, *args))
+        row = (domain, mix.stat(score_at, benches, domain, metric), best.label if best else "")
         rows.append((*row, best_score, diff, *((diff.n, verdict) if seeded else ())))
     cols = ("domain", mix.label, "best merge", "best merge score", "mixed - best merge")
     if not seeded:
