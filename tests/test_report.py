@@ -194,7 +194,7 @@ def test_wandb_offline_logs_tables_and_images(study, monkeypatch):
     keys = logged.keys()
     for table in ("main_table", "merge_table", "diff_table", "cost_table"):
         assert keys & {f"{table}/_type"}, (table, sorted(keys))
-    assert "benchmarks/_type" in keys  # the bar plot, as an image
+    assert "difference_to_sft/_type" in keys and "recovery_table/_type" in keys  # the heatmap, the recovery
 
 
 @pytest.mark.slow
