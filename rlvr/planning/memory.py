@@ -43,6 +43,11 @@ MATH_ATTENTION_SAVED = 3
 # calibration measured up to 8% more than planned (scripts/calibrate_plan.py). Activations need
 # none: counting a layer's tensors with their gradients already errs high.
 TEMPORARY_SHARE = 0.3
+# Under autocast (one process, weights wider than the compute width) part of what a layer saves
+# for backward stays float32: the ops autocast runs in float32 (norms, softmax), and on CPUs
+# without native bf16 matmuls their float32 fallback. A quarter covers an AMD EPYC without AMX
+# (the padded autocast case measured 3.5% over a plan that counted every activation at bf16).
+AUTOCAST_FP32_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,10 @@ def activation_bytes(shape: ModelShape, w: Workload) -> int:
         stored = shape.num_hidden_layers * shape.hidden_size + 2 * per_token_layer
     else:
         stored = shape.num_hidden_layers * per_token_layer
-    return tokens * stored * w.weight_bytes
+    width: float = w.weight_bytes
+    if not w.sharded and master_width(w) > w.weight_bytes:  # autocast
+        width += AUTOCAST_FP32_SHARE * (4 - w.weight_bytes)
+    return int(tokens * stored * width)
 
 
 def logits_bytes(shape: ModelShape, w: Workload) -> int:
