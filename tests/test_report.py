@@ -179,7 +179,7 @@ def test_report_cli_rewrites_the_tables(study):
 def test_wandb_offline_logs_tables_and_images(study, monkeypatch):
     from rlvr.config import ReportConfig
     from rlvr.report import report_stage
-    from rlvr.tracking.readback import find_logs, read_run
+    from rlvr.tracking.readback import find_logs, read_finished_run
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -189,7 +189,7 @@ def test_wandb_offline_logs_tables_and_images(study, monkeypatch):
     )
     report_stage(run)
     (log,) = find_logs(study / "report" / "wandb")
-    logged = read_run(log)
+    logged = read_finished_run(log)
     assert logged.run["job_type"] == "report"
     keys = logged.keys()
     for table in ("main_table", "merge_table", "diff_table", "cost_table"):
@@ -200,7 +200,7 @@ def test_wandb_offline_logs_tables_and_images(study, monkeypatch):
 @pytest.mark.slow
 def test_an_evaluation_stage_logs_its_scores_and_a_sample_of_records(study, monkeypatch, tmp_path):
     from rlvr.tracking.evaluation_log import log_evaluation
-    from rlvr.tracking.readback import find_logs, read_run
+    from rlvr.tracking.readback import find_logs, read_finished_run
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     sft_path = json.loads((study / "eval" / "sft" / "model.json").read_text())["path"]
@@ -210,7 +210,7 @@ def test_an_evaluation_stage_logs_its_scores_and_a_sample_of_records(study, monk
         run_name="eval-sft",
     )
     log_evaluation(run, tmp_path, study)
-    logged = read_run(find_logs(tmp_path)[0])
+    logged = read_finished_run(find_logs(tmp_path)[0])
     sft = json.loads((study / "eval" / "sft" / "micro_math.json").read_text())
     assert logged.summary["eval/math/micro_math/avg_at_k"] == pytest.approx(sft["avg_at_k"])
     assert "eval/instruction/micro_instruction/pass_at_k" in logged.summary

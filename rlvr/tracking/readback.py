@@ -36,6 +36,7 @@ class RunLog:
     history: list[dict[str, Any]] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     resumed: bool = False
+    finished: bool = False  # the run's exit record is in the log (wandb writes it last)
 
     def keys(self) -> set[str]:
         """Every history key the run logged."""
@@ -114,7 +115,24 @@ def read_run(path: str | Path) -> RunLog:
             out.history.append(row)
         elif kind == "summary":
             out.summary.update(_items(rec.summary.update))
+        elif kind == "exit":
+            out.finished = True
     return out
+
+
+def read_finished_run(path: str | Path, timeout_s: float = 60.0) -> RunLog:
+    """``read_run`` once the log holds the run's exit record: W&B's writer may still be
+    flushing the last records when ``finish()`` returns. Raises TimeoutError with what it read."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        logged = read_run(path)
+        if logged.finished:
+            return logged
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path}: no exit record after {timeout_s:.0f} s ({len(logged.history)} rows read)")
+        time.sleep(0.2)
 
 
 def _items(items: Any) -> dict[str, Any]:
