@@ -93,6 +93,7 @@ class AdaptiveWeights:
         self.initial = [w / total for w in initial]
         self.reports: dict[int, dict[str, tuple[float, int, float]]] = {}
         self._shares: dict[int, list[float]] = {}
+        self._guarded: dict[int, list[str]] = {}  # what each batch's shares were drawn with
 
     def observe(self, batch: int, report: Report) -> None:
         """Record batch ``batch``'s per-domain (signal sum, completions). A report that
@@ -118,10 +119,11 @@ class AdaptiveWeights:
 
     def guarded(self, batch: int) -> list[str]:
         """The domains whose floor is their initial share for batch ``batch`` (the guard)."""
-        last = batch - self.settings.lag
-        if last < 0 or self.settings.guard_drop <= 0:
-            return []
-        return [d for d in self.domains if self._fell(d, last)]
+        if batch not in self._guarded:
+            last = batch - self.settings.lag
+            off = last < 0 or self.settings.guard_drop <= 0
+            self._guarded[batch] = [] if off else [d for d in self.domains if self._fell(d, last)]
+        return self._guarded[batch]
 
     def _fell(self, domain: str, last: int) -> bool:
         """Whether ``domain``'s mean reward over the window ending at ``last`` is more than
@@ -195,7 +197,7 @@ class AdaptiveWeights:
                 "settings that saved it"
             )
         self.reports = {int(b): {d: _entry(v) for d, v in r.items()} for b, r in state["reports"].items()}
-        self._shares = {}
+        self._shares, self._guarded = {}, {}
 
 
 def batch_report(

@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from rlvr.reporting.recovery import recovery
 from rlvr.reporting.seeds import ModelGroup, Stat, group_results, split_seed
 from rlvr.reporting.tables import Cell, ModelResult, Table, infer_role
 from rlvr.runs.accounting import run_cost
@@ -314,8 +315,6 @@ ROUTED_EXPERT = {
 def paper_recovery() -> Table:
     """The paper's own routed-experts row and each published arm's recovery of the experts'
     gains, per domain (the mean of its benchmarks) and macro-averaged, from ``main_table.csv``."""
-    from rlvr.reporting.recovery import MIN_GAIN
-
     published = published_scores()
     domains = list(dict.fromkeys(ROUTED_EXPERT.values()))
 
@@ -334,11 +333,11 @@ def paper_recovery() -> Table:
         ("sft", "start", *(round(start[d], 2) for d in domains), round(statistics.mean(start.values()), 2)),
     ]
     for name in ("mixed", "average", "task_arithmetic", "ties", "ties_dare", "ta_dare", "sce", "mt_opd"):
-        gains = {
-            d: 100.0 * (domain_mean(published[name], d) - start[d]) / (routed[d] - start[d])
+        values = {
+            d: recovery({None: domain_mean(published[name], d)}, {None: start[d]}, {None: routed[d]}, None)
             for d in domains
-            if abs(routed[d] - start[d]) >= MIN_GAIN
         }
+        gains = {d: v for d, v in values.items() if v is not None}
         cells = [round(gains[d], 1) if d in gains else None for d in domains]
         rows.append((name, "published", *cells, round(statistics.mean(gains.values()), 1)))
     experts = "; ".join(f"{d}: {', '.join(b for b, e in ROUTED_EXPERT.items() if e == d)}" for d in domains)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
-from rlvr.reporting.seeds import ModelGroup, Seed, Stat, group_results
+from rlvr.reporting.seeds import ModelGroup, Seed, Stat, group_results, seed_rank
 from rlvr.reporting.tables import ModelResult, Table, benchmark_order, domain_scores
 
 ARM_ROLES = ("mixed", "merge", "distill", "cascade", "adaptive")
@@ -72,7 +72,7 @@ def _per_seed_recovery(
     arm: dict[str, PerSeed], start: dict[str, PerSeed], reference: dict[str, PerSeed], domains: Sequence[str]
 ) -> tuple[dict[str, list[float]], list[float]]:
     """Per domain, the recoveries over the arm's seeds; and per seed, the macro average."""
-    seeds = sorted({s for values in arm.values() for s in values}, key=lambda s: -1 if s is None else s)
+    seeds = sorted({s for values in arm.values() for s in values}, key=seed_rank)
     per_domain: dict[str, list[float]] = {d: [] for d in domains}
     macro: list[float] = []
     for seed in seeds:

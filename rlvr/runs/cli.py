@@ -84,13 +84,18 @@ def _option_names(value: Any) -> list[str]:
     return [n for v in getattr(value, "list", None) or [] for n in _option_names(v)]
 
 
+def is_searchpath(arg: str) -> bool:
+    """Whether a command-line argument sets ``hydra.searchpath`` (the user's config folders)."""
+    return arg.split("=", 1)[0].lstrip("+") == "hydra.searchpath"
+
+
 def config_dirs(argv: list[str], conf_dir: str = CONF_DIR) -> list[Path]:
     """The config folders a command line composes from: ours, then the user's folders that a
     ``hydra.searchpath=[file://...]`` override adds (``pkg://`` entries are not folders here)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     dirs = [Path(conf_dir)]
-    search = [a for a in argv if a.split("=", 1)[0].lstrip("+") == "hydra.searchpath"]
+    search = [a for a in argv if is_searchpath(a)]
     for override in OverridesParser.create().parse_overrides(search):
         value = override.value()
         for entry in value if isinstance(value, list) else [value]:

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlvr.config import ConfigError, RunConfig, validate
 from rlvr.evaluation.reuse import EVAL_READS
+from rlvr.runs.cli import is_searchpath
 from rlvr.study.plan import GRPO_KINDS, Stage, arm_overrides_for
 
 # The config each kind of stage reads: a changed GRPO learning rate reruns the GRPO stages and
@@ -123,7 +124,7 @@ def user_overrides(argv: Sequence[str]) -> list[str]:
     keep = []
     for arg in argv:
         key = arg.split("=", 1)[0].lstrip("+~")
-        if key == "hydra.searchpath":
+        if is_searchpath(arg):
             keep.append(arg)
             continue
         if key == "study" or key.startswith(("study.", "hydra.", "hydra/")):

@@ -22,7 +22,9 @@ def compose(overrides: Sequence[str], config_name: str = "train") -> DictConfig:
     """The root config with ``overrides`` as Hydra composes it: ``hydra.*`` overrides are
     dropped, but for ``hydra.searchpath`` (user config folders), which chooses what the groups
     hold."""
-    search = [o for o in overrides if o.split("=", 1)[0].lstrip("+") == "hydra.searchpath"]
+    from rlvr.runs.cli import is_searchpath
+
+    search = [o for o in overrides if is_searchpath(o)]
     plain = [o for o in overrides if not o.split("=", 1)[0].lstrip("+~").startswith("hydra.")]
     apply = _value_applier()
     if apply is None:  # a Hydra without the function: compose everything at once

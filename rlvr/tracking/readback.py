@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -123,8 +124,6 @@ def read_run(path: str | Path) -> RunLog:
 def read_finished_run(path: str | Path, timeout_s: float = 60.0) -> RunLog:
     """``read_run`` once the log holds the run's exit record: W&B's writer may still be
     flushing the last records when ``finish()`` returns. Raises TimeoutError with what it read."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     while True:
         logged = read_run(path)

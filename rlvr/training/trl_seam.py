@@ -324,13 +324,6 @@ CONTRACTS: tuple[Contract, ...] = (
 )
 
 
-def contract(owner: str, member: str) -> Contract:
-    found = [c for c in CONTRACTS if c.owner == owner and c.member == member]
-    if not found:
-        raise KeyError(f"no seam contract for {owner}.{member}: add one to rlvr/training/trl_seam.py")
-    return found[0]
-
-
 # --- accessors: the only places outside the two trainer subclasses that read TRL's privates ---
 def tokenizer(trainer: Any) -> Any:
     return trainer._tokenizer
